@@ -1,0 +1,75 @@
+"""BotPsy: a local agent for Home Assistant, on this hub or on a model server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.const import Platform
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import ConfigEntryError, ConfigEntryNotReady
+from homeassistant.helpers import config_validation as cv
+from homeassistant.helpers.typing import ConfigType
+
+from .const import DOMAIN
+from .core.chat_template import ChatTemplate, ChatTemplateError
+from .core.engine import Engine, EngineUnavailableError, ModelLoadError
+from .engines import async_get_engine_manager
+
+CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
+PLATFORMS = (Platform.CONVERSATION,)
+
+
+@dataclass(slots=True)
+class BotPsyRuntimeData:
+    """What the entry's platforms share: the engine and the model's chat template."""
+
+    engine: Engine
+    chat_template: ChatTemplate | None
+
+
+type BotPsyConfigEntry = ConfigEntry[BotPsyRuntimeData]
+
+
+async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
+    return True
+
+
+async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bool:
+    manager = async_get_engine_manager(hass)
+    try:
+        engine = await manager.async_acquire(entry.entry_id, entry.data)
+    except ModelLoadError as err:
+        raise ConfigEntryError(
+            translation_domain=DOMAIN, translation_key="model_unusable", translation_placeholders={"error": str(err)}
+        ) from err
+    except EngineUnavailableError as err:
+        raise ConfigEntryNotReady(
+            translation_domain=DOMAIN, translation_key="engine_unavailable", translation_placeholders={"error": str(err)}
+        ) from err
+    info = engine.model_info
+    template: ChatTemplate | None = None
+    if info and info.chat_template:
+        try:
+            template = ChatTemplate(info.chat_template, bos_token=info.bos_token, eos_token=info.eos_token)
+        except ChatTemplateError as err:
+            await manager.async_release(entry.entry_id, entry.data)
+            raise ConfigEntryError(
+                translation_domain=DOMAIN, translation_key="model_unusable", translation_placeholders={"error": str(err)}
+            ) from err
+    entry.runtime_data = BotPsyRuntimeData(engine, template)
+    entry.async_on_unload(entry.add_update_listener(_async_update_listener))
+    await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
+    return True
+
+
+async def async_unload_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bool:
+    if not await hass.config_entries.async_unload_platforms(entry, PLATFORMS):
+        return False
+    await async_get_engine_manager(hass).async_release(entry.entry_id, entry.data)
+    return True
+
+
+async def _async_update_listener(hass: HomeAssistant, entry: BotPsyConfigEntry) -> None:
+    """Subentries or engine parameters changed: reload, no restart needed."""
+    await hass.config_entries.async_reload(entry.entry_id)

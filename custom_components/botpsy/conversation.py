@@ -1,0 +1,63 @@
+"""Conversation agents: one entity per `conversation` subentry."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import MATCH_ALL
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from . import BotPsyConfigEntry
+from .const import CONF_PROMPT, DOMAIN
+from .entity import BotPsyLLMEntity
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: BotPsyConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    for subentry in entry.subentries.values():
+        if subentry.subentry_type == "conversation":
+            async_add_entities([BotPsyConversationEntity(entry, subentry)], config_subentry_id=subentry.subentry_id)
+
+
+class BotPsyConversationEntity(conversation.ConversationEntity, conversation.AbstractConversationAgent, BotPsyLLMEntity):
+    """A BotPsy agent in HA's conversation and Assist pipelines."""
+
+    _attr_supports_streaming = True
+
+    def __init__(self, entry: BotPsyConfigEntry, subentry: ConfigSubentry) -> None:
+        super().__init__(entry, subentry)
+
+    async def async_added_to_hass(self) -> None:
+        await super().async_added_to_hass()
+        conversation.async_set_agent(self.hass, self.entry, self)
+
+    async def async_will_remove_from_hass(self) -> None:
+        conversation.async_unset_agent(self.hass, self.entry)
+        await super().async_will_remove_from_hass()
+
+    @property
+    def supported_languages(self) -> list[str] | Literal["*"]:
+        return MATCH_ALL
+
+    async def _async_handle_message(
+        self,
+        user_input: conversation.ConversationInput,
+        chat_log: conversation.ChatLog,
+    ) -> conversation.ConversationResult:
+        try:
+            await chat_log.async_provide_llm_data(
+                user_input.as_llm_context(DOMAIN),
+                None,
+                self.subentry.data.get(CONF_PROMPT),
+                user_input.extra_system_prompt,
+            )
+        except conversation.ConverseError as err:
+            return err.as_conversation_result()
+        await self._async_handle_chat_log(chat_log)
+        return conversation.async_get_result_from_chat_log(user_input, chat_log)

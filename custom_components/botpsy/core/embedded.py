@@ -1,0 +1,311 @@
+"""The embedded engine: llama.cpp in a supervised child process on this machine.
+
+The worker (`worker.py`) owns the model; this side speaks its JSON-lines protocol over
+pipes, serializes requests, turns a dead worker into a clear error for the request it
+was serving and starts a fresh one for the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .engine import (
+    EngineError,
+    EngineHealth,
+    EngineUnavailableError,
+    Finished,
+    GenerateEvent,
+    GenerateRequest,
+    ModelInfo,
+    ModelLoadError,
+    TextDelta,
+    Timings,
+)
+from .gguf_metadata import read_gguf_metadata
+
+_LOGGER = logging.getLogger(__name__)
+WORKER = Path(__file__).with_name("worker.py")
+LOAD_TIMEOUT = 300.0
+STOP_TIMEOUT = 5.0
+# This many unexpected worker exits within the window count as "keeps failing".
+CRASH_LIMIT = 3
+CRASH_WINDOW = 600.0
+
+
+def default_threads() -> int:
+    """Physical-core count is best for llama.cpp; a hub has 4, we leave none idle."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedOptions:
+    """How the worker loads the model."""
+
+    model_path: str
+    n_ctx: int = 4096
+    n_threads: int = field(default_factory=default_threads)
+    n_batch: int = 256
+
+
+class EmbeddedEngine:
+    """Engine backed by a llama.cpp worker process."""
+
+    supports_grammar = True
+
+    def __init__(
+        self,
+        options: EmbeddedOptions,
+        *,
+        on_repeated_failure: Callable[[str], None] | None = None,
+        python: str = sys.executable,
+    ) -> None:
+        self.options = options
+        self._python = python
+        self._on_repeated_failure = on_repeated_failure
+        self._info: ModelInfo | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._pending: dict[int, asyncio.Queue[dict[str, Any] | None]] = {}
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+        self._crashes: deque[float] = deque()
+        self._unloading = False
+        self.last_timings: Timings | None = None
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        return self._info
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id while it runs."""
+        running = self._process is not None and self._process.returncode is None
+        return self._process.pid if running and self._process else None
+
+    async def async_load(self) -> ModelInfo:
+        meta = await asyncio.to_thread(read_gguf_metadata, self.options.model_path)
+        ready = await self._start()
+        self._info = ModelInfo(
+            name=meta.name,
+            architecture=meta.architecture,
+            context_length=int(ready["n_ctx"]),
+            chat_template=meta.chat_template,
+            bos_token=str(ready.get("bos_token", "")),
+            eos_token=str(ready.get("eos_token", "")),
+            file_size=meta.file_size,
+            load_seconds=float(ready["load_seconds"]),
+        )
+        return self._info
+
+    async def _start(self) -> dict[str, Any]:
+        self._unloading = False
+        self._stderr.clear()
+        process = await asyncio.create_subprocess_exec(
+            self._python,
+            "-I",
+            str(WORKER),
+            json.dumps(asdict(self.options)),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=1 << 24,
+        )
+        assert process.stdout and process.stderr
+        self._stderr_task = asyncio.create_task(self._drain_stderr(process.stderr))
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), LOAD_TIMEOUT)
+        except TimeoutError:
+            await self._kill(process)
+            raise ModelLoadError("The model did not load within 5 minutes") from None
+        if not line:
+            code = await process.wait()
+            raise ModelLoadError(f"The model worker failed to start: {self._why(code)}")
+        ready: dict[str, Any] = json.loads(line)
+        if ready.get("event") != "ready":
+            await self._kill(process)
+            raise ModelLoadError(f"llama.cpp could not load the model: {ready.get('error')}")
+        self._process = process
+        self._reader = asyncio.create_task(self._read(process))
+        _LOGGER.debug("Model worker %s ready: %s", process.pid, ready)
+        return ready
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            text = line.decode(errors="replace").rstrip()
+            self._stderr.append(text)
+            _LOGGER.debug("worker: %s", text)
+
+    def _why(self, code: int | None) -> str:
+        if code is not None and code < 0:
+            reason = f"killed by {signal.Signals(-code).name}"
+            if code == -signal.SIGKILL:
+                reason += " (out of memory?)"
+        else:
+            reason = f"exit code {code}"
+        tail = next((line for line in reversed(self._stderr) if line.strip()), "")
+        return f"{reason}: {tail}" if tail else reason
+
+    async def _read(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdout
+        while line := await process.stdout.readline():
+            message = json.loads(line)
+            queue = self._pending.get(message.get("id", 0))
+            if queue is not None:
+                queue.put_nowait(message)
+        code = await process.wait()
+        if self._stderr_task:
+            with contextlib.suppress(Exception):
+                await self._stderr_task
+        for queue in self._pending.values():
+            queue.put_nowait(None)
+        if not self._unloading:
+            self._record_crash(code)
+
+    def _record_crash(self, code: int | None) -> None:
+        why = self._why(code)
+        _LOGGER.error("The BotPsy model worker stopped unexpectedly (%s); it restarts on the next request", why)
+        now = time.monotonic()
+        self._crashes.append(now)
+        while self._crashes and now - self._crashes[0] > CRASH_WINDOW:
+            self._crashes.popleft()
+        if len(self._crashes) >= CRASH_LIMIT and self._on_repeated_failure:
+            self._on_repeated_failure(why)
+
+    async def _ensure_running(self) -> asyncio.subprocess.Process:
+        if self._process is None or self._process.returncode is not None:
+            if self._info is None:
+                raise EngineUnavailableError("The model is not loaded")
+            _LOGGER.info("Starting the BotPsy model worker for %s", self.options.model_path)
+            try:
+                await self._start()
+            except ModelLoadError as err:
+                raise EngineUnavailableError(str(err)) from err
+        assert self._process is not None
+        return self._process
+
+    async def _request(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Send one request and yield its replies until the final one."""
+        process = await self._ensure_running()
+        assert process.stdin
+        rid = next(self._ids)
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._pending[rid] = queue
+        done = False
+        try:
+            process.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
+            await process.stdin.drain()
+            while True:
+                reply = await queue.get()
+                if reply is None:
+                    done = True
+                    raise EngineUnavailableError(
+                        "The model worker stopped unexpectedly "
+                        f"({self._why(process.returncode)}); it restarts on the next request"
+                    )
+                if "error" in reply:
+                    done = True
+                    raise EngineError(reply["error"])
+                done = "done" in reply or "result" in reply
+                yield reply
+                if done:
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            done = True
+            raise EngineUnavailableError("The model worker is not running") from None
+        finally:
+            if not done and process.returncode is None and process.stdin:
+                # Cancelled mid-generation: stop the worker's loop and wait for its end,
+                # so the next request starts on a quiet pipe.
+                with contextlib.suppress(ConnectionError):
+                    process.stdin.write((json.dumps({"op": "cancel", "id": rid}) + "\n").encode())
+                    await process.stdin.drain()
+                while (reply := await queue.get()) is not None and "done" not in reply and "error" not in reply:
+                    pass
+            self._pending.pop(rid, None)
+
+    async def async_count_tokens(self, text: str) -> int:
+        async with self._lock:
+            async for reply in self._request({"op": "tokenize", "text": text}):
+                return int(reply["result"])
+        raise EngineError("No token count returned")
+
+    async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        if request.prompt is None:
+            raise EngineError("The embedded engine takes a rendered prompt")
+        message = {
+            "op": "generate",
+            "prompt": request.prompt,
+            "grammar": request.grammar,
+            "stop": list(request.stop),
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "top_k": request.top_k,
+            "seed": request.seed,
+        }
+        async with self._lock:
+            async for reply in self._request(message):
+                if "text" in reply:
+                    yield TextDelta(reply["text"])
+                elif "done" in reply:
+                    timings = Timings(**reply["done"]["timings"])
+                    self.last_timings = timings
+                    yield Finished(reply["done"]["reason"], timings)
+
+    async def async_health(self) -> EngineHealth:
+        if self.pid is None:
+            return EngineHealth(False, "worker not running")
+        try:
+            async with asyncio.timeout(5), self._lock:
+                async for _reply in self._request({"op": "ping"}):
+                    pass
+        except (TimeoutError, EngineError) as err:
+            return EngineHealth(False, str(err) or "worker busy or not answering")
+        return EngineHealth(True, f"worker {self.pid} answering")
+
+    def worker_rss_bytes(self) -> int | None:
+        """Resident memory of the worker, from /proc (Linux)."""
+        if (pid := self.pid) is None:
+            return None
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+    async def async_unload(self) -> None:
+        self._unloading = True
+        process, self._process = self._process, None
+        if process is None or process.returncode is not None:
+            return
+        assert process.stdin
+        process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
+        except TimeoutError:
+            await self._kill(process)
+        if self._reader:
+            await self._reader
+
+    @staticmethod
+    async def _kill(process: asyncio.subprocess.Process) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()

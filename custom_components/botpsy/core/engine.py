@@ -1,0 +1,151 @@
+"""The engine interface: what every model runner offers the rest of BotPsy.
+
+Everything above the engines (prompt assembly, the agent, benchmarks) talks to this
+protocol only, so the embedded llama.cpp worker and a remote OpenAI-compatible server are
+interchangeable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class EngineError(Exception):
+    """An engine could not do what was asked; the message is fit to show a user."""
+
+
+class ModelLoadError(EngineError):
+    """The model file or server model cannot be used."""
+
+
+class EngineUnavailableError(EngineError):
+    """The engine (worker process or server) cannot be reached or stopped mid-request."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What an engine learned about its model when it loaded it."""
+
+    name: str
+    architecture: str
+    context_length: int
+    chat_template: str | None = None
+    bos_token: str = ""
+    eos_token: str = ""
+    file_size: int | None = None
+    load_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GenerateRequest:
+    """One generation: a rendered prompt or chat messages, and how to decode.
+
+    `prompt` is raw text (the caller rendered the chat template); `messages` are
+    OpenAI-style chat messages for engines that render the template themselves.
+    """
+
+    prompt: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
+    grammar: str | None = None
+    stop: tuple[str, ...] = ()
+    max_tokens: int = 256
+    temperature: float = 0.2
+    top_p: float = 0.95
+    top_k: int = 40
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("Give exactly one of prompt or messages")
+
+
+@dataclass(slots=True)
+class Timings:
+    """Figures of one generation, as far as the engine reports them."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    decoded_tokens: int = 0
+    prompt_seconds: float = 0.0
+    decode_seconds: float = 0.0
+
+    @property
+    def evaluated_tokens(self) -> int:
+        """Prompt tokens the engine actually had to evaluate."""
+        return self.prompt_tokens - self.cached_tokens
+
+    @property
+    def total_seconds(self) -> float:
+        return self.prompt_seconds + self.decode_seconds
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "decoded_tokens": self.decoded_tokens,
+            "prompt_seconds": round(self.prompt_seconds, 4),
+            "decode_seconds": round(self.decode_seconds, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of generated text, streamed as soon as it is known not to be a stop."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A tool call a server parsed itself (chat-completions engines only)."""
+
+    name: str
+    arguments: str
+    call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The end of a generation."""
+
+    reason: str  # "stop", "length" or "cancelled"
+    timings: Timings = field(default_factory=Timings)
+
+
+GenerateEvent = TextDelta | ToolCallDelta | Finished
+
+
+@dataclass(frozen=True, slots=True)
+class EngineHealth:
+    ok: bool
+    detail: str
+
+
+class Engine(Protocol):
+    """A loaded model that generates text."""
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        """Set once `async_load` succeeded."""
+
+    @property
+    def supports_grammar(self) -> bool:
+        """Whether `GenerateRequest.grammar` is honoured."""
+
+    async def async_load(self) -> ModelInfo:
+        """Load the model (or check the server); raise ModelLoadError if unusable."""
+
+    async def async_count_tokens(self, text: str) -> int:
+        """Tokens `text` takes in this model's vocabulary."""
+
+    def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        """Stream events; closing the iterator early cancels the generation."""
+
+    async def async_health(self) -> EngineHealth:
+        """Cheap liveness check."""
+
+    async def async_unload(self) -> None:
+        """Free the model's memory (stop the worker)."""

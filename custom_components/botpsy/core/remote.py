@@ -1,0 +1,264 @@
+"""The remote engine: an OpenAI-compatible server (llama-server, Ollama, vLLM).
+
+Chat completions with streaming and tools work with any of them. llama-server also
+takes a raw prompt with a GBNF grammar on its native `/completion` endpoint, which is
+what BotPsy's constrained decoding needs; it is detected from its `/props` endpoint.
+The aiohttp session is the caller's (Home Assistant's shared one).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from .engine import (
+    EngineError,
+    EngineHealth,
+    EngineUnavailableError,
+    Finished,
+    GenerateEvent,
+    GenerateRequest,
+    ModelInfo,
+    ModelLoadError,
+    TextDelta,
+    Timings,
+    ToolCallDelta,
+)
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 120.0
+_FINISH = {"stop": "stop", "eos": "stop", "word": "stop", "tool_calls": "stop", "length": "length", "limit": "length"}
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteOptions:
+    url: str
+    api_key: str | None = None
+    model: str | None = None
+
+    @property
+    def base(self) -> str:
+        """Server root, whether the user gave it with or without `/v1`."""
+        base = self.url.rstrip("/")
+        return base.removesuffix("/v1")
+
+
+class RemoteEngine:
+    """Engine backed by an OpenAI-compatible HTTP server."""
+
+    def __init__(self, options: RemoteOptions, session: aiohttp.ClientSession) -> None:
+        self.options = options
+        self._session = session
+        self._info: ModelInfo | None = None
+        self._model: str | None = options.model
+        self._native = False
+        self.last_timings: Timings | None = None
+
+    @property
+    def model_info(self) -> ModelInfo | None:
+        return self._info
+
+    @property
+    def supports_grammar(self) -> bool:
+        """llama-server only: raw prompts with a GBNF grammar."""
+        return self._native
+
+    @property
+    def _headers(self) -> dict[str, str]:
+        key = self.options.api_key
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    async def _get(self, path: str) -> Any:
+        try:
+            async with self._session.get(
+                self.options.base + path,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
+            ) as response:
+                if response.status in (401, 403):
+                    raise ModelLoadError("The server refused the API key")
+                if response.status != 200:
+                    raise EngineError(f"{path} answered HTTP {response.status}")
+                return await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise EngineUnavailableError(
+                f"Cannot reach the server at {self.options.base}: {err or type(err).__name__}"
+            ) from err
+
+    async def async_load(self) -> ModelInfo:
+        models = await self._get("/v1/models")
+        ids = [m.get("id") for m in (models or {}).get("data", []) if isinstance(m, dict)]
+        if not ids:
+            raise ModelLoadError("The server has no model loaded")
+        if self._model is None:
+            self._model = ids[0]
+        elif self._model not in ids:
+            raise ModelLoadError(f"The server has no model {self._model!r} (it has {', '.join(map(str, ids))})")
+        props: dict[str, Any] = {}
+        try:
+            props = await self._get("/props") or {}
+        except EngineError:
+            props = {}
+        self._native = isinstance(props, dict) and "chat_template" in props
+        settings = props.get("default_generation_settings", {}) if self._native else {}
+        self._info = ModelInfo(
+            name=str(self._model),
+            architecture=str(props.get("model_path", "remote")).rsplit("/", 1)[-1] if self._native else "remote",
+            context_length=int(settings.get("n_ctx", 0) or props.get("n_ctx", 0) or 0),
+            chat_template=props.get("chat_template") if self._native else None,
+            bos_token=str(props.get("bos_token", "")) if self._native else "",
+            eos_token=str(props.get("eos_token", "")) if self._native else "",
+        )
+        return self._info
+
+    async def async_count_tokens(self, text: str) -> int:
+        if not self._native:
+            raise EngineError("This server cannot count tokens (only llama-server can)")
+        data = await self._post_json("/tokenize", {"content": text})
+        return len(data.get("tokens", []))
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
+        try:
+            async with self._session.post(
+                self.options.base + path,
+                json=body,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
+            ) as response:
+                if response.status != 200:
+                    raise EngineError(f"{path} answered HTTP {response.status}")
+                return await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise EngineUnavailableError(f"Cannot reach the server at {self.options.base}") from err
+
+    def _body(self, request: GenerateRequest) -> tuple[str, dict[str, Any]]:
+        common: dict[str, Any] = {"temperature": request.temperature, "top_p": request.top_p, "stream": True}
+        if request.seed is not None:
+            common["seed"] = request.seed
+        if request.stop:
+            common["stop"] = list(request.stop)
+        if request.prompt is not None:
+            if not self._native:
+                raise EngineError("This server takes chat messages only, not a raw prompt")
+            body = {**common, "prompt": request.prompt, "n_predict": request.max_tokens, "top_k": request.top_k, "cache_prompt": True}
+            if request.grammar:
+                body["grammar"] = request.grammar
+            return "/completion", body
+        body = {
+            **common,
+            "model": self._model,
+            "messages": request.messages,
+            "max_tokens": request.max_tokens,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = request.tools
+        if request.grammar:
+            if not self._native:
+                raise EngineError("This server does not accept grammars")
+            body["grammar"] = request.grammar
+        return "/v1/chat/completions", body
+
+    async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        path, body = self._body(request)
+        started = time.monotonic()
+        first_at: float | None = None
+        timings = Timings()
+        reason = "stop"
+        calls: dict[int, dict[str, str]] = {}
+        try:
+            async with self._session.post(
+                self.options.base + path,
+                json=body,
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT),
+            ) as response:
+                if response.status != 200:
+                    detail = (await response.text())[:300]
+                    raise EngineError(f"The server answered HTTP {response.status}: {detail}")
+                async for event in _sse(response):
+                    text, finish = _event_text(event, calls)
+                    if text:
+                        first_at = first_at or time.monotonic()
+                        yield TextDelta(text)
+                    reason = _FINISH.get(finish or "", reason)
+                    _update_timings(timings, event)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise EngineUnavailableError(
+                f"Lost the server at {self.options.base}: {err or type(err).__name__}"
+            ) from err
+        for call in calls.values():
+            yield ToolCallDelta(call["name"], call["arguments"], call.get("id"))
+        if not timings.prompt_seconds and not timings.decode_seconds:
+            ended = time.monotonic()
+            timings.prompt_seconds = (first_at or ended) - started
+            timings.decode_seconds = ended - (first_at or ended)
+        self.last_timings = timings
+        yield Finished(reason, timings)
+
+    async def async_health(self) -> EngineHealth:
+        try:
+            await self._get("/health" if self._native else "/v1/models")
+        except EngineError as err:
+            return EngineHealth(False, str(err))
+        return EngineHealth(True, f"{self.options.base} answering")
+
+    async def async_unload(self) -> None:
+        """Nothing to free here: the server owns the model."""
+
+
+async def _sse(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """Parse a server-sent-events body into JSON objects."""
+    async for raw in response.content:
+        line = raw.decode(errors="replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError as err:
+            raise EngineError(f"The server sent malformed data: {data[:100]}") from err
+        if isinstance(event, dict) and "error" in event:
+            raise EngineError(f"The server reported an error: {event['error']}")
+        yield event
+
+
+def _event_text(event: dict[str, Any], calls: dict[int, dict[str, str]]) -> tuple[str, str | None]:
+    """Text and finish reason of one event of either endpoint; collects tool-call parts."""
+    if "choices" not in event:  # llama-server /completion
+        finish = event.get("stop_type") if event.get("stop") else None
+        return str(event.get("content", "")), finish
+    if not event["choices"]:
+        return "", None
+    choice = event["choices"][0]
+    delta = choice.get("delta", {})
+    for part in delta.get("tool_calls") or []:
+        call = calls.setdefault(part.get("index", 0), {"name": "", "arguments": ""})
+        if part.get("id"):
+            call["id"] = part["id"]
+        function = part.get("function", {})
+        call["name"] += function.get("name") or ""
+        call["arguments"] += function.get("arguments") or ""
+    return str(delta.get("content") or ""), choice.get("finish_reason")
+
+
+def _update_timings(timings: Timings, event: dict[str, Any]) -> None:
+    """Take the server's own figures: llama-server `timings`, OpenAI `usage`."""
+    if isinstance(native := event.get("timings"), dict) and "prompt_n" in native:
+        timings.cached_tokens = int(native.get("cache_n", 0))
+        timings.prompt_tokens = int(native["prompt_n"]) + timings.cached_tokens
+        timings.decoded_tokens = int(native.get("predicted_n", 0))
+        timings.prompt_seconds = float(native.get("prompt_ms", 0)) / 1000
+        timings.decode_seconds = float(native.get("predicted_ms", 0)) / 1000
+    elif isinstance(usage := event.get("usage"), dict):
+        timings.prompt_tokens = int(usage.get("prompt_tokens", 0))
+        timings.decoded_tokens = int(usage.get("completion_tokens", 0))
+        details = usage.get("prompt_tokens_details") or {}
+        timings.cached_tokens = int(details.get("cached_tokens", 0) or 0)

@@ -1,0 +1,207 @@
+"""The embedded engine's child process: llama.cpp (llama-cpp-python) behind a pipe.
+
+Runs as `python -I worker.py '<load options as JSON>'`, started and supervised by
+`embedded.EmbeddedEngine`. A crash or out-of-memory kill here never takes Home Assistant
+down. It imports nothing but the standard library and llama_cpp, so it can run from any
+path.
+
+Protocol: JSON lines. Requests on stdin carry an `id` and an `op` (`tokenize`, `generate`,
+`ping`, `cancel`); replies on the original stdout carry the same `id`. Requests run one
+at a time (a llama.cpp context is not thread-safe); only `cancel` is acted on while a
+generation runs. The worker exits when stdin closes, so it never outlives its parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import llama_cpp
+
+
+class Protocol:
+    """Line I/O with the parent, safe from llama.cpp writing to fd 1."""
+
+    def __init__(self) -> None:
+        self._out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+        os.dup2(2, 1)  # anything native code prints goes to stderr, not the protocol
+        self._lock = threading.Lock()
+        self.requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.cancelled: set[int] = set()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            self._out.write(json.dumps(message) + "\n")
+
+    def _read(self) -> None:
+        for line in sys.stdin:
+            message = json.loads(line)
+            if message.get("op") == "cancel":
+                self.cancelled.add(message["id"])
+            else:
+                self.requests.put(message)
+        self.requests.put(None)
+
+
+class Model:
+    """One llama.cpp model and context, with prefix reuse between requests."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        started = time.monotonic()
+        self.llm = llama_cpp.Llama(
+            model_path=options["model_path"],
+            n_ctx=options["n_ctx"],
+            n_batch=options["n_batch"],
+            n_ubatch=options["n_batch"],
+            n_threads=options["n_threads"],
+            n_threads_batch=options["n_threads"],
+            verbose=False,
+        )
+        self.load_seconds = time.monotonic() - started
+        self.bos_text = self._token_text(self.llm.token_bos())
+        self.eos_text = self._token_text(self.llm.token_eos())
+        self._grammars: dict[str, llama_cpp.LlamaGrammar] = {}
+
+    def _token_text(self, token: int) -> str:
+        return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
+
+    def tokenize(self, text: str) -> list[int]:
+        add_bos = not (self.bos_text and text.startswith(self.bos_text))
+        return self.llm.tokenize(text.encode(), add_bos=add_bos, special=True)
+
+    def grammar(self, text: str) -> llama_cpp.LlamaGrammar:
+        if text not in self._grammars:
+            self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+        return self._grammars[text]
+
+    def _reuse_prefix(self, tokens: list[int]) -> int:
+        """Keep the evaluated prefix shared with `tokens`; return its length.
+
+        At least the last prompt token is evaluated again, so the sampler has fresh
+        logits. Models whose memory cannot be cut back (recurrent, hybrid) start over.
+        """
+        llm = self.llm
+        shared = 0
+        for old, new in zip(llm._input_ids, tokens):  # noqa: SLF001
+            if old != new:
+                break
+            shared += 1
+        shared = min(shared, len(tokens) - 1)
+        if shared > 0 and llm._ctx.kv_cache_seq_rm(-1, shared, -1):  # noqa: SLF001
+            llm.n_tokens = shared
+            return shared
+        llm.reset()
+        return 0
+
+    def generate(self, request: dict[str, Any], cancelled: set[int]) -> Iterator[dict[str, Any]]:
+        llm = self.llm
+        started = time.monotonic()
+        tokens = self.tokenize(request["prompt"])
+        if len(tokens) + 1 > llm.n_ctx():
+            raise ValueError(
+                f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}"
+            )
+        cached = self._reuse_prefix(tokens)
+        if request.get("seed") is not None:
+            llm.set_seed(request["seed"])
+        grammar = self.grammar(request["grammar"]) if request.get("grammar") else None
+        stops: list[str] = request.get("stop") or []
+        max_tokens = min(request["max_tokens"], llm.n_ctx() - len(tokens))
+        timings = {"prompt_tokens": len(tokens), "cached_tokens": cached, "decoded_tokens": 0}
+        first_token_at = 0.0
+        generated: list[int] = []
+        text = ""
+        sent = 0
+        reason = "length"
+        for token in llm.generate(
+            tokens[cached:],
+            reset=False,
+            temp=request["temperature"],
+            top_p=request["top_p"],
+            top_k=request["top_k"],
+            grammar=grammar,
+        ):
+            if not generated and not first_token_at:
+                first_token_at = time.monotonic()
+            if request["id"] in cancelled:
+                reason = "cancelled"
+                break
+            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):  # noqa: SLF001
+                reason = "stop"
+                break
+            previous = generated[:]
+            generated.append(token)
+            text += llm.detokenize([token], prev_tokens=previous).decode("utf-8", "ignore")
+            hit = min((i for i in (text.find(s, sent) for s in stops) if i >= 0), default=-1)
+            if hit >= 0:
+                text = text[:hit]
+                reason = "stop"
+            # Hold back a tail that may still become a stop string.
+            safe = len(text) if reason == "stop" else _safe_length(text, stops)
+            if safe > sent:
+                yield {"text": text[sent:safe]}
+                sent = safe
+            if reason == "stop" or len(generated) >= max_tokens:
+                break
+        if sent < len(text) and reason != "cancelled":
+            yield {"text": text[sent:]}
+        ended = time.monotonic()
+        first_token_at = first_token_at or ended
+        timings["decoded_tokens"] = len(generated)
+        timings["prompt_seconds"] = first_token_at - started
+        timings["decode_seconds"] = ended - first_token_at
+        yield {"done": {"reason": reason, "timings": timings}}
+
+
+def _safe_length(text: str, stops: list[str]) -> int:
+    """Length of `text` that cannot be the start of a stop string."""
+    for start in range(max(0, len(text) - max((len(s) for s in stops), default=0)), len(text)):
+        if any(s.startswith(text[start:]) for s in stops):
+            return start
+    return len(text)
+
+
+def serve(options: dict[str, Any]) -> None:
+    io = Protocol()
+    try:
+        model = Model(options)
+    except (ValueError, RuntimeError, OSError) as err:
+        io.send({"event": "load_failed", "error": str(err) or type(err).__name__})
+        return
+    llm = model.llm
+    io.send(
+        {
+            "event": "ready",
+            "load_seconds": model.load_seconds,
+            "n_ctx": llm.n_ctx(),
+            "bos_token": model.bos_text,
+            "eos_token": model.eos_text,
+            "pid": os.getpid(),
+        }
+    )
+    while (request := io.requests.get()) is not None:
+        rid = request["id"]
+        try:
+            if request["op"] == "ping":
+                io.send({"id": rid, "result": "pong"})
+            elif request["op"] == "tokenize":
+                io.send({"id": rid, "result": len(model.tokenize(request["text"]))})
+            elif request["op"] == "generate":
+                for event in model.generate(request, io.cancelled):
+                    io.send({"id": rid, **event})
+            else:
+                io.send({"id": rid, "error": f"unknown op {request['op']!r}"})
+        except (ValueError, RuntimeError) as err:
+            io.send({"id": rid, "error": str(err) or type(err).__name__})
+        io.cancelled.discard(rid)
+
+
+if __name__ == "__main__":
+    serve(json.loads(sys.argv[1]))
