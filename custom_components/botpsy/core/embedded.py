@@ -292,6 +292,7 @@ class EmbeddedEngine:
 
     async def async_unload(self) -> None:
         self._unloading = True
+        self._info = None
         process, self._process = self._process, None
         if process is None or process.returncode is not None:
             return

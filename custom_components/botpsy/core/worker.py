@@ -78,6 +78,12 @@ class Model:
 
     def grammar(self, text: str) -> llama_cpp.LlamaGrammar:
         if text not in self._grammars:
+            # The binding would dereference the NULL sampler llama.cpp returns for a grammar
+            # it cannot parse: try it here first and refuse it cleanly.
+            sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, text.encode(), b"root")  # noqa: SLF001
+            if not sampler:
+                raise ValueError("llama.cpp cannot parse the grammar")
+            llama_cpp.llama_sampler_free(sampler)
             self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
 

@@ -1,0 +1,314 @@
+"""Config flow: choose where the model runs, check it works, then add agents as subentries."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import probatio
+
+from homeassistant.config_entries import (
+    ConfigEntry,
+    ConfigFlow,
+    ConfigFlowResult,
+    ConfigSubentryFlow,
+    SubentryFlowResult,
+)
+from homeassistant.const import CONF_NAME
+from homeassistant.core import callback
+from homeassistant.helpers.aiohttp_client import async_get_clientsession
+from homeassistant.helpers.selector import (
+    NumberSelector,
+    NumberSelectorConfig,
+    NumberSelectorMode,
+    TemplateSelector,
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
+
+from .const import (
+    CONF_API_KEY,
+    CONF_ENGINE,
+    CONF_HF_FILE,
+    CONF_HF_REPO,
+    CONF_MAX_HISTORY,
+    CONF_MAX_TOKENS,
+    CONF_MODEL,
+    CONF_MODEL_PATH,
+    CONF_N_BATCH,
+    CONF_N_CTX,
+    CONF_N_THREADS,
+    CONF_PROMPT,
+    CONF_TEMPERATURE,
+    CONF_URL,
+    DEFAULT_CONVERSATION_NAME,
+    DEFAULT_CONVERSATION_OPTIONS,
+    DEFAULT_HF_FILE,
+    DEFAULT_HF_REPO,
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_N_BATCH,
+    DEFAULT_N_CTX,
+    DEFAULT_TEMPERATURE,
+    DOMAIN,
+    ENGINE_EMBEDDED,
+    ENGINE_REMOTE,
+    LOGGER,
+    MODELS_DIR,
+)
+from .core import download
+from .core.embedded import default_threads
+from .core.engine import EngineError, EngineUnavailableError, ModelLoadError
+from .core.gguf_metadata import read_gguf_metadata
+from .core.remote import RemoteEngine, RemoteOptions
+
+
+def _engine_fields(defaults: Mapping[str, Any]) -> dict[Any, Any]:
+    """Threads, context and batch size: good defaults for a 4-core hub."""
+    return {
+        probatio.Optional(CONF_N_THREADS, default=defaults.get(CONF_N_THREADS, default_threads())): NumberSelector(
+            NumberSelectorConfig(min=1, max=64, step=1, mode=NumberSelectorMode.BOX)
+        ),
+        probatio.Optional(CONF_N_CTX, default=defaults.get(CONF_N_CTX, DEFAULT_N_CTX)): NumberSelector(
+            NumberSelectorConfig(min=512, max=131072, step=512, mode=NumberSelectorMode.BOX)
+        ),
+        probatio.Optional(CONF_N_BATCH, default=defaults.get(CONF_N_BATCH, DEFAULT_N_BATCH)): NumberSelector(
+            NumberSelectorConfig(min=32, max=2048, step=32, mode=NumberSelectorMode.BOX)
+        ),
+    }
+
+
+def _embedded_schema(defaults: Mapping[str, Any]) -> probatio.Schema:
+    return probatio.Schema(
+        {
+            probatio.Optional(CONF_MODEL_PATH, description={"suggested_value": defaults.get(CONF_MODEL_PATH)}): TextSelector(),
+            probatio.Optional(CONF_HF_REPO, default=defaults.get(CONF_HF_REPO, DEFAULT_HF_REPO)): TextSelector(),
+            probatio.Optional(CONF_HF_FILE, default=defaults.get(CONF_HF_FILE, DEFAULT_HF_FILE)): TextSelector(),
+            **_engine_fields(defaults),
+        }
+    )
+
+
+def _remote_schema(defaults: Mapping[str, Any]) -> probatio.Schema:
+    return probatio.Schema(
+        {
+            probatio.Required(CONF_URL, default=defaults.get(CONF_URL, "http://localhost:8080")): TextSelector(
+                TextSelectorConfig(type=TextSelectorType.URL)
+            ),
+            probatio.Optional(CONF_API_KEY, description={"suggested_value": defaults.get(CONF_API_KEY)}): TextSelector(
+                TextSelectorConfig(type=TextSelectorType.PASSWORD)
+            ),
+            probatio.Optional(CONF_MODEL, description={"suggested_value": defaults.get(CONF_MODEL)}): TextSelector(),
+        }
+    )
+
+
+def _ints(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Number selectors give floats; the engine wants integers."""
+    return {k: int(v) if k in (CONF_N_THREADS, CONF_N_CTX, CONF_N_BATCH) else v for k, v in data.items()}
+
+
+async def _check_model_file(path: str) -> str | None:
+    """An error key if `path` is not a readable GGUF, else None."""
+    if not os.path.isfile(path):
+        return "model_not_found"
+    try:
+        await asyncio.to_thread(read_gguf_metadata, path)
+    except ModelLoadError:
+        return "model_invalid"
+    return None
+
+
+class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
+    """Add a model: on this hub (a GGUF file, or downloaded) or on a remote server."""
+
+    VERSION = 1
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self._download_task: asyncio.Task[Path] | None = None
+        self._download_error = ""
+
+    @classmethod
+    @callback
+    def async_get_supported_subentry_types(cls, config_entry: ConfigEntry) -> dict[str, type[ConfigSubentryFlow]]:
+        return {"conversation": ConversationSubentryFlow}
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        return self.async_show_menu(step_id="user", menu_options=[ENGINE_EMBEDDED, ENGINE_REMOTE])
+
+    def _create(self, title: str) -> ConfigFlowResult:
+        return self.async_create_entry(
+            title=title,
+            data=self._data,
+            subentries=[
+                {
+                    "subentry_type": "conversation",
+                    "data": DEFAULT_CONVERSATION_OPTIONS,
+                    "title": DEFAULT_CONVERSATION_NAME,
+                    "unique_id": None,
+                }
+            ],
+        )
+
+    async def async_step_embedded(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            self._data = {CONF_ENGINE: ENGINE_EMBEDDED, **_ints(user_input)}
+            if path := user_input.get(CONF_MODEL_PATH, "").strip():
+                self._data[CONF_MODEL_PATH] = path
+                if (error := await _check_model_file(path)) is None:
+                    self._async_abort_entries_match({CONF_MODEL_PATH: path})
+                    return self._create(Path(path).name)
+                errors[CONF_MODEL_PATH] = error
+            elif user_input.get(CONF_HF_REPO) and user_input.get(CONF_HF_FILE):
+                return await self.async_step_download()
+            else:
+                errors["base"] = "model_missing"
+        return self.async_show_form(
+            step_id="embedded",
+            data_schema=self.add_suggested_values_to_schema(_embedded_schema({}), user_input or {}),
+            errors=errors,
+        )
+
+    async def _async_download(self) -> Path:
+        repo, name = self._data[CONF_HF_REPO], self._data[CONF_HF_FILE]
+        dest = Path(self.hass.config.path(MODELS_DIR, Path(name).name))
+        session = async_get_clientsession(self.hass)
+        remote = await download.async_resolve(session, download.hf_url(repo, name, endpoint=download.HF_ENDPOINT))
+
+        def progress(done: int, total: int | None) -> None:
+            if total:
+                self.async_update_progress(done / total)
+
+        path = await download.async_download(session, remote, dest, progress)
+        await asyncio.to_thread(read_gguf_metadata, path)
+        return path
+
+    async def async_step_download(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        if self._download_task is None:
+            self._download_task = self.hass.async_create_background_task(
+                self._async_download(), f"BotPsy download {self._data[CONF_HF_FILE]}"
+            )
+        if not self._download_task.done():
+            return self.async_show_progress(
+                step_id="download",
+                progress_action="download",
+                progress_task=self._download_task,
+                description_placeholders={"file": self._data[CONF_HF_FILE]},
+            )
+        task, self._download_task = self._download_task, None
+        if (err := task.exception()) is not None:
+            LOGGER.warning("Model download failed: %s", err)
+            self._download_error = str(err) if isinstance(err, EngineError) else repr(err)
+            return self.async_show_progress_done(next_step_id="download_failed")
+        self._data[CONF_MODEL_PATH] = str(task.result())
+        return self.async_show_progress_done(next_step_id="download_done")
+
+    async def async_step_download_done(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        self._async_abort_entries_match({CONF_MODEL_PATH: self._data[CONF_MODEL_PATH]})
+        return self._create(Path(self._data[CONF_MODEL_PATH]).name)
+
+    async def async_step_download_failed(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        return self.async_abort(reason="download_failed", description_placeholders={"error": self._download_error})
+
+    async def _async_check_remote(self, data: Mapping[str, Any]) -> tuple[dict[str, str], str]:
+        """Errors for the form, and the model the server will serve."""
+        engine = RemoteEngine(
+            RemoteOptions(data[CONF_URL], data.get(CONF_API_KEY) or None, data.get(CONF_MODEL) or None),
+            async_get_clientsession(self.hass),
+        )
+        try:
+            info = await engine.async_load()
+        except EngineUnavailableError:
+            return {"base": "cannot_connect"}, ""
+        except ModelLoadError as err:
+            return {"base": "invalid_auth" if "API key" in str(err) else "no_model"}, ""
+        except EngineError:
+            return {"base": "not_openai_compatible"}, ""
+        return {}, info.name
+
+    async def async_step_remote(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            self._data = {CONF_ENGINE: ENGINE_REMOTE, **user_input, CONF_URL: user_input[CONF_URL].strip()}
+            errors, model = await self._async_check_remote(self._data)
+            if not errors:
+                self._async_abort_entries_match({CONF_URL: self._data[CONF_URL], CONF_MODEL: self._data.get(CONF_MODEL)})
+                return self._create(f"{model} ({RemoteOptions(self._data[CONF_URL]).base})")
+        return self.async_show_form(
+            step_id="remote",
+            data_schema=self.add_suggested_values_to_schema(_remote_schema({}), user_input or {}),
+            errors=errors,
+        )
+
+    async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Change the engine's parameters (model file, threads, context; or the server)."""
+        entry = self._get_reconfigure_entry()
+        embedded = entry.data[CONF_ENGINE] == ENGINE_EMBEDDED
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data = {**entry.data, **_ints(user_input)}
+            if embedded:
+                if (error := await _check_model_file(data[CONF_MODEL_PATH])) is not None:
+                    errors[CONF_MODEL_PATH] = error
+            else:
+                errors, _model = await self._async_check_remote(data)
+            if not errors:
+                return self.async_update_reload_and_abort(entry, data=data)
+        if embedded:
+            schema = probatio.Schema(
+                {probatio.Required(CONF_MODEL_PATH, default=entry.data[CONF_MODEL_PATH]): TextSelector(), **_engine_fields(entry.data)}
+            )
+        else:
+            schema = _remote_schema(entry.data)
+        return self.async_show_form(step_id="reconfigure", data_schema=schema, errors=errors)
+
+
+def _conversation_schema(options: Mapping[str, Any], new: bool) -> probatio.Schema:
+    fields: dict[Any, Any] = {}
+    if new:
+        fields[probatio.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = TextSelector()
+    fields.update(
+        {
+            probatio.Optional(CONF_PROMPT, description={"suggested_value": options.get(CONF_PROMPT)}): TemplateSelector(),
+            probatio.Optional(CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)): NumberSelector(
+                NumberSelectorConfig(min=0, max=2, step=0.05)
+            ),
+            probatio.Optional(CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)): NumberSelector(
+                NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX)
+            ),
+            probatio.Optional(CONF_MAX_HISTORY, default=options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)): NumberSelector(
+                NumberSelectorConfig(min=0, max=100, step=1, mode=NumberSelectorMode.BOX)
+            ),
+        }
+    )
+    return probatio.Schema(fields)
+
+
+class ConversationSubentryFlow(ConfigSubentryFlow):
+    """Add or change a conversation agent of a BotPsy model."""
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        if user_input is not None:
+            title = user_input.pop(CONF_NAME)
+            return self.async_create_entry(title=title, data=_agent_options(user_input))
+        return self.async_show_form(step_id="user", data_schema=_conversation_schema({}, new=True))
+
+    async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        subentry = self._get_reconfigure_subentry()
+        if user_input is not None:
+            return self.async_update_and_abort(self._get_entry(), subentry, data=_agent_options(user_input))
+        return self.async_show_form(step_id="reconfigure", data_schema=_conversation_schema(subentry.data, new=False))
+
+
+def _agent_options(user_input: Mapping[str, Any]) -> dict[str, Any]:
+    options = dict(user_input)
+    for key in (CONF_MAX_TOKENS, CONF_MAX_HISTORY):
+        if key in options:
+            options[key] = int(options[key])
+    return options

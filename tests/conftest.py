@@ -1,0 +1,61 @@
+"""Fixtures shared by the core and the integration tests: tiny models and a real server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from tests.tiny_gguf import write_tiny_model
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A plain transformer and a Qwen3.5-style hybrid, random weights, real llama.cpp."""
+    folder = tmp_path_factory.mktemp("models")
+    return {arch: write_tiny_model(folder / f"tiny-{arch}.gguf", arch) for arch in ("qwen3", "qwen35")}
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_models: dict[str, Path]) -> Path:
+    return tiny_models["qwen3"]
+
+
+def _free_port() -> int:
+    # Derived from the pid so parallel runs differ; checked by the server's own bind.
+    return 20000 + os.getpid() % 20000
+
+
+@pytest.fixture(scope="session")
+def llama_server(tiny_model: Path) -> Iterator[str]:
+    """llama-server (llama.cpp's OpenAI-compatible server) on loopback, serving the tiny model."""
+    binary = shutil.which("llama-server")
+    assert binary, "llama-server not found: run scripts/setup"
+    port = _free_port()
+    process = subprocess.Popen(
+        [binary, "-m", str(tiny_model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1",
+         "-t", "2", "--no-webui"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, process.stderr.read().decode() if process.stderr else "exited"
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "llama-server did not become healthy"
+        time.sleep(0.2)
+    yield url
+    process.terminate()
+    process.wait(10)

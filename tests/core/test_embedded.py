@@ -1,0 +1,185 @@
+"""The embedded engine on real llama.cpp, with tiny generated models."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+import os
+from pathlib import Path
+import re
+import signal
+
+import pytest
+
+from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
+from custom_components.botpsy.core.engine import (
+    EngineError,
+    EngineUnavailableError,
+    Finished,
+    GenerateEvent,
+    GenerateRequest,
+    ModelLoadError,
+    TextDelta,
+)
+
+CALL_GRAMMAR = r'root ::= "<tool_call>" [a-z]{3,8} "</tool_call>"'
+# Cannot end before 300 tokens: generation runs until max_tokens, cancelled or killed.
+ENDLESS_GRAMMAR = r"root ::= [a-z]{300,}"
+
+
+async def run(engine: EmbeddedEngine, request: GenerateRequest) -> tuple[str, Finished]:
+    text = ""
+    async for event in engine.generate(request):
+        if isinstance(event, TextDelta):
+            text += event.text
+        elif isinstance(event, Finished):
+            return text, event
+    raise AssertionError("no Finished event")
+
+
+@pytest.fixture(params=["qwen3", "qwen35"])
+async def engine(request: pytest.FixtureRequest, tiny_models: dict[str, Path]) -> AsyncIterator[EmbeddedEngine]:
+    engine = EmbeddedEngine(EmbeddedOptions(str(tiny_models[request.param]), n_ctx=512, n_threads=2, n_batch=64))
+    await engine.async_load()
+    yield engine
+    await engine.async_unload()
+
+
+async def test_load_reports_model(engine: EmbeddedEngine, tiny_models: dict[str, Path]) -> None:
+    info = engine.model_info
+    assert info is not None
+    assert info.architecture in tiny_models
+    assert info.context_length == 512
+    assert info.chat_template and "<|im_start|>" in info.chat_template
+    assert info.eos_token == "<|im_end|>"
+    assert info.load_seconds is not None and info.load_seconds > 0
+    assert engine.pid is not None
+    assert (engine.worker_rss_bytes() or 0) > 1 << 20
+    assert (await engine.async_health()).ok
+
+
+async def test_count_tokens(engine: EmbeddedEngine) -> None:
+    assert await engine.async_count_tokens("<|im_start|>user") >= 2
+    longer = await engine.async_count_tokens("hello there, kitchen light")
+    assert longer > await engine.async_count_tokens("hello")
+
+
+async def test_grammar_constrains_output(engine: EmbeddedEngine) -> None:
+    text, finished = await run(engine, GenerateRequest(prompt="turn on", grammar=CALL_GRAMMAR, max_tokens=40, seed=1))
+    assert re.fullmatch(r"<tool_call>[a-z]{3,8}</tool_call>", text), text
+    assert finished.reason == "stop"
+    timings = finished.timings
+    assert timings.prompt_tokens == await engine.async_count_tokens("turn on")
+    assert 0 < timings.decoded_tokens <= 40
+    assert timings.prompt_seconds > 0 and timings.decode_seconds > 0
+
+
+async def test_stop_string_cuts_and_is_not_streamed(engine: EmbeddedEngine) -> None:
+    grammar = r'root ::= "abc" "STOP" [a-z]{2,5}'
+    events = [e async for e in engine.generate(GenerateRequest(prompt="x", grammar=grammar, stop=("STOP",), max_tokens=30))]
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert text == "abc"
+    assert isinstance(events[-1], Finished) and events[-1].reason == "stop"
+
+
+async def test_max_tokens_ends_with_length(engine: EmbeddedEngine) -> None:
+    _text, finished = await run(engine, GenerateRequest(prompt="x", grammar=ENDLESS_GRAMMAR, max_tokens=5))
+    assert finished.reason == "length"
+    assert finished.timings.decoded_tokens == 5
+
+
+async def test_prefix_is_reported_cached(engine: EmbeddedEngine) -> None:
+    prefix = "<|im_start|>system\nYou control a home with many lights.<|im_end|>\n"
+    await run(engine, GenerateRequest(prompt=prefix + "first", max_tokens=2))
+    _text, finished = await run(engine, GenerateRequest(prompt=prefix + "second turn", max_tokens=2))
+    timings = finished.timings
+    assert timings.cached_tokens < timings.prompt_tokens
+    info = engine.model_info
+    assert info is not None
+    if info.architecture == "qwen3":
+        # A transformer's KV cache is cut back to the shared prefix.
+        assert timings.cached_tokens >= await engine.async_count_tokens(prefix) - 1
+    else:
+        # Recurrent state cannot be cut back: llama.cpp evaluates everything again,
+        # and the figures say so.
+        assert timings.cached_tokens == 0
+
+
+async def test_closing_the_stream_cancels_and_the_next_request_works(engine: EmbeddedEngine) -> None:
+    stream = engine.generate(GenerateRequest(prompt="x", grammar=ENDLESS_GRAMMAR, max_tokens=400))
+    received = 0
+    async for event in stream:
+        assert isinstance(event, TextDelta)
+        received += 1
+        if received == 3:
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    text, finished = await run(engine, GenerateRequest(prompt="y", grammar=CALL_GRAMMAR, max_tokens=40))
+    assert text.startswith("<tool_call>") and finished.reason == "stop"
+
+
+async def test_invalid_grammar_is_an_error_and_the_worker_survives(engine: EmbeddedEngine) -> None:
+    pid = engine.pid
+    with pytest.raises(EngineError):
+        await run(engine, GenerateRequest(prompt="x", grammar="root ::= ( unclosed", max_tokens=4))
+    assert engine.pid == pid
+    text, _finished = await run(engine, GenerateRequest(prompt="x", grammar=CALL_GRAMMAR, max_tokens=40))
+    assert text.startswith("<tool_call>")
+
+
+async def test_worker_killed_mid_request(tiny_model: Path) -> None:
+    failures: list[str] = []
+    engine = EmbeddedEngine(
+        EmbeddedOptions(str(tiny_model), n_ctx=512, n_threads=2), on_repeated_failure=failures.append
+    )
+    await engine.async_load()
+    try:
+        for crash in range(3):
+            pid = engine.pid
+            assert pid is not None
+            stream: AsyncIterator[GenerateEvent] = engine.generate(
+                GenerateRequest(prompt="x", grammar=ENDLESS_GRAMMAR, max_tokens=400)
+            )
+            with pytest.raises(EngineUnavailableError, match="SIGKILL"):
+                async for _event in stream:
+                    os.kill(pid, signal.SIGKILL)
+            assert failures == ([] if crash < 2 else [failures[0]])
+            # The next request starts a fresh worker and succeeds.
+            text, finished = await run(engine, GenerateRequest(prompt="y", grammar=CALL_GRAMMAR, max_tokens=40))
+            assert text.startswith("<tool_call>") and finished.reason == "stop"
+            assert engine.pid not in (None, pid)
+        assert "SIGKILL" in failures[0]
+    finally:
+        await engine.async_unload()
+
+
+async def test_unload_stops_the_worker(tiny_model: Path) -> None:
+    engine = EmbeddedEngine(EmbeddedOptions(str(tiny_model), n_ctx=512, n_threads=2))
+    await engine.async_load()
+    pid = engine.pid
+    assert pid is not None
+    await engine.async_unload()
+    assert engine.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(EngineUnavailableError):
+        await run(engine, GenerateRequest(prompt="x", max_tokens=2))
+
+
+async def test_file_llama_cpp_refuses(tiny_model: Path, tmp_path: Path) -> None:
+    """A GGUF whose header reads fine but whose architecture llama.cpp does not know."""
+    data = tiny_model.read_bytes().replace(b"qwen3", b"qxen3")
+    path = tmp_path / "unknown-arch.gguf"
+    path.write_bytes(data)
+    engine = EmbeddedEngine(EmbeddedOptions(str(path), n_ctx=512, n_threads=2))
+    with pytest.raises(ModelLoadError, match="could not load|failed to start"):
+        await engine.async_load()
+    assert engine.pid is None
+
+
+async def test_broken_file_is_refused_before_starting(tmp_path: Path) -> None:
+    path = tmp_path / "broken.gguf"
+    path.write_bytes(b"GGUF\x03\x00\x00\x00garbage")
+    engine = EmbeddedEngine(EmbeddedOptions(str(path)))
+    with pytest.raises(ModelLoadError):
+        await engine.async_load()
+    assert engine.pid is None

@@ -1,0 +1,55 @@
+"""The GGUF header reader: real files in, clear refusals for unusable ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from custom_components.botpsy.core.engine import ModelLoadError
+from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "qwen35"])
+def test_reads_tiny_models(tiny_models: dict[str, Path], arch: str) -> None:
+    meta = read_gguf_metadata(tiny_models[arch])
+    assert meta.architecture == arch
+    assert meta.context_length == 4096
+    assert meta.chat_template is not None and "<tool_call>" in meta.chat_template
+    assert meta.tensor_count > 0
+    assert meta.file_size == tiny_models[arch].stat().st_size
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not found"):
+        read_gguf_metadata(tmp_path / "nope.gguf")
+
+
+def test_not_a_gguf(tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"<html>Not found</html>")
+    with pytest.raises(ModelLoadError, match="not a GGUF"):
+        read_gguf_metadata(path)
+
+
+def test_truncated_in_tensor_data(tiny_model: Path, tmp_path: Path) -> None:
+    path = tmp_path / "cut.gguf"
+    path.write_bytes(tiny_model.read_bytes()[: tiny_model.stat().st_size // 2])
+    with pytest.raises(ModelLoadError, match="truncated"):
+        read_gguf_metadata(path)
+
+
+def test_truncated_in_header(tiny_model: Path, tmp_path: Path) -> None:
+    path = tmp_path / "cut.gguf"
+    path.write_bytes(tiny_model.read_bytes()[:200])
+    with pytest.raises(ModelLoadError, match="header"):
+        read_gguf_metadata(path)
+
+
+def test_unknown_version(tiny_model: Path, tmp_path: Path) -> None:
+    data = bytearray(tiny_model.read_bytes())
+    data[4:8] = (99).to_bytes(4, "little")
+    path = tmp_path / "v99.gguf"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelLoadError, match="version 99"):
+        read_gguf_metadata(path)
