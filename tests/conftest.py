@@ -11,6 +11,7 @@ import time
 import urllib.request
 
 import pytest
+import pytest_socket
 
 from tests.tiny_gguf import write_tiny_model
 
@@ -33,21 +34,25 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def llama_server(tiny_model: Path) -> Iterator[str]:
+def llama_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """llama-server (llama.cpp's OpenAI-compatible server) on loopback, serving the tiny model."""
     binary = shutil.which("llama-server")
     assert binary, "llama-server not found: run scripts/setup"
     port = _free_port()
+    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w")
     process = subprocess.Popen(
         [binary, "-m", str(tiny_model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1",
          "-t", "2", "--no-webui"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
+    # Session set-up runs while HA's test plugin blocks sockets; tests that talk to the
+    # server ask for `socket_enabled` themselves.
+    pytest_socket.enable_socket()
     while True:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else "exited"
+        assert process.poll() is None, Path(log.name).read_text()
         try:
             with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
                 if response.status == 200:
@@ -56,6 +61,8 @@ def llama_server(tiny_model: Path) -> Iterator[str]:
             pass
         assert time.monotonic() < deadline, "llama-server did not become healthy"
         time.sleep(0.2)
+    pytest_socket.disable_socket(allow_unix_socket=True)
     yield url
     process.terminate()
     process.wait(10)
+    log.close()

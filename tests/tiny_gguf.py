@@ -153,6 +153,12 @@ _N_HEAD = 4
 _N_HEAD_KV = 2
 _HEAD_DIM = 16
 _WEIGHT_STD = 0.05
+# Feature 0 of every token embedding is a constant that survives the layers; the
+# output head weighs it against tokens that are not printable ASCII, so the models
+# only ever write valid UTF-8. (A model that emits lone UTF-8 lead bytes makes
+# llama-cpp-python ignore max_tokens until the context is full.)
+_BIAS_FEATURE = 1.0
+_SUPPRESSED_LOGIT_WEIGHT = -4.0
 
 _QWEN3_LAYERS = 2
 
@@ -198,7 +204,9 @@ def _vocabulary() -> tuple[list[str], list[gguf.TokenType]]:
     return tokens, types
 
 
-def _add_tokenizer(writer: gguf.GGUFWriter, tokens: list[str], types: list[gguf.TokenType]) -> None:
+def _add_tokenizer(
+    writer: gguf.GGUFWriter, tokens: list[str], types: list[gguf.TokenType]
+) -> None:
     """Write a byte-level BPE tokenizer that adds no BOS and ends turns at <|im_end|>."""
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("qwen2")
@@ -216,39 +224,53 @@ class _Weights:
     """Adds seeded f32 tensors; shapes are given in llama.cpp's (ne0, ne1) order."""
 
     def __init__(self, writer: gguf.GGUFWriter, seed: int) -> None:
-        self._writer = writer
+        self.writer = writer
         self._rng = np.random.default_rng(seed)
 
+    def draw(self, *ne: int) -> np.ndarray[tuple[int, ...], np.dtype[np.float32]]:
+        """Return small normally distributed weights (numpy's shape is ne reversed)."""
+        return self._rng.standard_normal(ne[::-1], dtype=np.float32) * _WEIGHT_STD
+
     def normal(self, name: str, *ne: int) -> None:
-        """Add a small normally distributed weight (numpy's shape is ne reversed)."""
-        data = self._rng.standard_normal(ne[::-1], dtype=np.float32) * _WEIGHT_STD
-        self._writer.add_tensor(name, data)
+        """Add a tensor of small normally distributed weights."""
+        self.writer.add_tensor(name, self.draw(*ne))
 
     def uniform(self, name: str, low: float, high: float, n: int) -> None:
         """Add a vector drawn uniformly from [low, high)."""
-        self._writer.add_tensor(name, self._rng.uniform(low, high, n).astype(np.float32))
+        self.writer.add_tensor(name, self._rng.uniform(low, high, n).astype(np.float32))
 
     def ones(self, name: str, n: int) -> None:
         """Add a vector of ones: an RMS norm weight that leaves activations as they are."""
-        self._writer.add_tensor(name, np.ones(n, dtype=np.float32))
+        self.writer.add_tensor(name, np.ones(n, dtype=np.float32))
 
 
-def _add_common(writer: gguf.GGUFWriter, w: _Weights, n_layer: int, n_vocab: int) -> None:
-    """Add the hparams and tensors both architectures share.
+def _add_embeddings(w: _Weights, n_vocab: int) -> None:
+    """Add the token embeddings and an output head that only writes printable text.
 
-    There is no output.weight: the output is tied to the token embedding, as in the
-    small Qwen models.
+    The byte tokens (the first 256 ids) other than printable ASCII, tab and newline
+    are suppressed; merged, control and user-defined tokens are not.
     """
-    writer.add_embedding_length(_N_EMBD)
-    writer.add_block_count(n_layer)
-    writer.add_feed_forward_length(_N_FF)
-    writer.add_head_count(_N_HEAD)
-    writer.add_head_count_kv(_N_HEAD_KV)
-    writer.add_key_length(_HEAD_DIM)
-    writer.add_value_length(_HEAD_DIM)
-    writer.add_layer_norm_rms_eps(1e-6)
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
-    w.normal("token_embd.weight", _N_EMBD, n_vocab)
+    allowed = {byte for byte in range(0x80) if chr(byte).isprintable()} | {9, 10}
+    suppressed = [token < 256 and token not in allowed for token in range(n_vocab)]
+    embeddings = w.draw(_N_EMBD, n_vocab)
+    embeddings[:, 0] = _BIAS_FEATURE
+    output = embeddings.copy()
+    output[:, 0] = np.where(suppressed, _SUPPRESSED_LOGIT_WEIGHT, 0.0)
+    w.writer.add_tensor("token_embd.weight", embeddings)
+    w.writer.add_tensor("output.weight", output)
+
+
+def _add_common(w: _Weights, n_layer: int) -> None:
+    """Add the hparams and tensors both architectures share."""
+    w.writer.add_embedding_length(_N_EMBD)
+    w.writer.add_block_count(n_layer)
+    w.writer.add_feed_forward_length(_N_FF)
+    w.writer.add_head_count(_N_HEAD)
+    w.writer.add_head_count_kv(_N_HEAD_KV)
+    w.writer.add_key_length(_HEAD_DIM)
+    w.writer.add_value_length(_HEAD_DIM)
+    w.writer.add_layer_norm_rms_eps(1e-6)
+    w.writer.add_file_type(gguf.LlamaFileType.ALL_F32)
     w.ones("output_norm.weight", _N_EMBD)
     for il in range(n_layer):
         w.ones(f"blk.{il}.attn_norm.weight", _N_EMBD)
@@ -268,18 +290,19 @@ def _add_attention(w: _Weights, il: int, *, gated: bool) -> None:
     w.ones(f"blk.{il}.attn_k_norm.weight", _HEAD_DIM)
 
 
-def _add_qwen3(writer: gguf.GGUFWriter, w: _Weights, n_vocab: int) -> None:
+def _add_qwen3(w: _Weights) -> None:
     """Plain Qwen3: pre-norm attention and a SwiGLU FFN in every layer."""
-    _add_common(writer, w, _QWEN3_LAYERS, n_vocab)
-    writer.add_rope_freq_base(1_000_000.0)
+    _add_common(w, _QWEN3_LAYERS)
+    w.writer.add_rope_freq_base(1_000_000.0)
     for il in range(_QWEN3_LAYERS):
         _add_attention(w, il, gated=False)
         w.ones(f"blk.{il}.ffn_norm.weight", _N_EMBD)
 
 
-def _add_qwen35(writer: gguf.GGUFWriter, w: _Weights, n_vocab: int) -> None:
+def _add_qwen35(w: _Weights) -> None:
     """Qwen3.5 hybrid: Gated DeltaNet (recurrent) layers and gated full attention."""
-    _add_common(writer, w, _QWEN35_LAYERS, n_vocab)
+    _add_common(w, _QWEN35_LAYERS)
+    writer = w.writer
     writer.add_rope_freq_base(10_000_000.0)
     writer.add_rope_dimension_count(_ROPE_DIM)
     writer.add_rope_dimension_sections(list(_ROPE_SECTIONS))
@@ -310,7 +333,7 @@ def _add_qwen35(writer: gguf.GGUFWriter, w: _Weights, n_vocab: int) -> None:
         w.normal(f"blk.{il}.ssm_out.weight", value_dim, _N_EMBD)
 
 
-_BUILDERS: dict[Arch, Callable[[gguf.GGUFWriter, _Weights, int], None]] = {
+_BUILDERS: dict[Arch, Callable[[_Weights], None]] = {
     "qwen3": _add_qwen3,
     "qwen35": _add_qwen35,
 }
@@ -339,7 +362,9 @@ def write_tiny_model(
     writer.add_context_length(context_length)
     tokens, types = _vocabulary()
     _add_tokenizer(writer, tokens, types)
-    _BUILDERS[arch](writer, _Weights(writer, seed), len(tokens))
+    weights = _Weights(writer, seed)
+    _add_embeddings(weights, len(tokens))
+    _BUILDERS[arch](weights)
     try:
         try:
             writer.write_header_to_file()

@@ -74,21 +74,36 @@ class RemoteEngine:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def _get(self, path: str) -> Any:
-        try:
-            async with self._session.get(
-                self.options.base + path,
-                headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
-            ) as response:
-                if response.status in (401, 403):
-                    raise ModelLoadError("The server refused the API key")
-                if response.status != 200:
-                    raise EngineError(f"{path} answered HTTP {response.status}")
-                return await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError) as err:
-            raise EngineUnavailableError(
-                f"Cannot reach the server at {self.options.base}: {err or type(err).__name__}"
-            ) from err
+        return await self._call("GET", path, None)
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
+        return await self._call("POST", path, body)
+
+    async def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        """One short JSON request. A kept-alive connection the server already closed
+        (llama-server closes after streaming) is retried once on a new one."""
+        for attempt in (1, 2):
+            try:
+                async with self._session.request(
+                    method,
+                    self.options.base + path,
+                    json=body,
+                    headers=self._headers,
+                    timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
+                ) as response:
+                    if response.status in (401, 403):
+                        raise ModelLoadError("The server refused the API key")
+                    if response.status != 200:
+                        raise EngineError(f"{path} answered HTTP {response.status}")
+                    return await response.json(content_type=None)
+            except aiohttp.ServerDisconnectedError as err:
+                if attempt == 2:
+                    raise EngineUnavailableError(f"The server at {self.options.base} closed the connection") from err
+            except (aiohttp.ClientError, TimeoutError) as err:
+                raise EngineUnavailableError(
+                    f"Cannot reach the server at {self.options.base}: {err or type(err).__name__}"
+                ) from err
+        raise AssertionError("unreachable")
 
     async def async_load(self) -> ModelInfo:
         models = await self._get("/v1/models")
@@ -121,20 +136,6 @@ class RemoteEngine:
             raise EngineError("This server cannot count tokens (only llama-server can)")
         data = await self._post_json("/tokenize", {"content": text})
         return len(data.get("tokens", []))
-
-    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
-        try:
-            async with self._session.post(
-                self.options.base + path,
-                json=body,
-                headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
-            ) as response:
-                if response.status != 200:
-                    raise EngineError(f"{path} answered HTTP {response.status}")
-                return await response.json(content_type=None)
-        except (aiohttp.ClientError, TimeoutError) as err:
-            raise EngineUnavailableError(f"Cannot reach the server at {self.options.base}") from err
 
     def _body(self, request: GenerateRequest) -> tuple[str, dict[str, Any]]:
         common: dict[str, Any] = {"temperature": request.temperature, "top_p": request.top_p, "stream": True}

@@ -1,0 +1,175 @@
+"""The remote engine against a real llama-server on loopback, and against dead servers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+import json
+import re
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+import pytest
+
+from custom_components.botpsy.core.engine import (
+    EngineError,
+    EngineUnavailableError,
+    Finished,
+    GenerateRequest,
+    ModelLoadError,
+    TextDelta,
+)
+from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def collect(engine: RemoteEngine, request: GenerateRequest) -> tuple[str, Finished]:
+    text = ""
+    async for event in engine.generate(request):
+        if isinstance(event, TextDelta):
+            text += event.text
+        elif isinstance(event, Finished):
+            return text, event
+    raise AssertionError("no Finished event")
+
+
+async def test_llama_server_raw_prompt_with_grammar(llama_server: str, session: aiohttp.ClientSession) -> None:
+    engine = RemoteEngine(RemoteOptions(llama_server + "/v1"), session)
+    info = await engine.async_load()
+    assert engine.supports_grammar
+    assert info.chat_template and "<tool_call>" in info.chat_template
+    assert info.context_length == 2048
+    assert await engine.async_count_tokens("hello there") > 0
+    prompt = "<|im_start|>user\nturn on the light<|im_end|>\n<|im_start|>assistant\n"
+    grammar = r'root ::= "<tool_call>" [a-z]{3,8} "</tool_call>"'
+    text, finished = await collect(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
+    assert re.fullmatch(r"<tool_call>[a-z]{3,8}</tool_call>", text), text
+    assert finished.reason == "stop"
+    assert finished.timings.decoded_tokens > 0
+    assert finished.timings.prompt_tokens >= await engine.async_count_tokens(prompt) - 1
+    # The same prompt again: the server reuses its cached prefix and says so.
+    _text, again = await collect(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
+    assert again.timings.cached_tokens > 0
+    assert (await engine.async_health()).ok
+
+
+async def test_llama_server_chat_messages(llama_server: str, session: aiohttp.ClientSession) -> None:
+    engine = RemoteEngine(RemoteOptions(llama_server), session)
+    await engine.async_load()
+    events = [
+        e
+        async for e in engine.generate(
+            GenerateRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=6, temperature=0.0)
+        )
+    ]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    assert finished.reason in ("stop", "length")
+    assert finished.timings.prompt_tokens > 0
+    assert 0 < finished.timings.decoded_tokens <= 6
+
+
+async def test_unknown_model_is_refused(llama_server: str, session: aiohttp.ClientSession) -> None:
+    engine = RemoteEngine(RemoteOptions(llama_server, model="no-such-model"), session)
+    with pytest.raises(ModelLoadError, match="no model 'no-such-model'"):
+        await engine.async_load()
+
+
+async def test_unreachable_server(session: aiohttp.ClientSession) -> None:
+    engine = RemoteEngine(RemoteOptions("http://127.0.0.1:9"), session)
+    with pytest.raises(EngineUnavailableError, match="Cannot reach"):
+        await engine.async_load()
+    assert not (await engine.async_health()).ok
+
+
+async def _fake_openai_server(handlers: dict[str, web.StreamResponse | object]) -> TestServer:
+    app = web.Application()
+    for path, handler in handlers.items():
+        app.router.add_route("*", path, handler)  # type: ignore[arg-type]
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    return server
+
+
+async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSession) -> None:
+    """A server without llama-server's /props (Ollama, vLLM): chat only, no grammar."""
+
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"data": [{"id": "qwen3.5:0.8b"}]})
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        assert body["model"] == "qwen3.5:0.8b" and body["stream"] is True
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        chunks = [
+            {"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]},
+            {"choices": [{"delta": {"content": "lo"}}]},
+            {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "light_on", "arguments": '{"a"'}}]}}]},
+            {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}, "finish_reason": "tool_calls"}]},
+            {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 8}}},
+        ]
+        for chunk in chunks:
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    server = await _fake_openai_server({"/v1/models": models, "/v1/chat/completions": chat})
+    try:
+        engine = RemoteEngine(RemoteOptions(str(server.make_url("/v1"))), session)
+        await engine.async_load()
+        assert not engine.supports_grammar
+        with pytest.raises(EngineError, match="raw prompt"):
+            await collect(engine, GenerateRequest(prompt="x"))
+        with pytest.raises(EngineError, match="count tokens"):
+            await engine.async_count_tokens("x")
+        events = [e async for e in engine.generate(GenerateRequest(messages=[{"role": "user", "content": "hi"}]))]
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo"]
+        call = events[-2]
+        assert (getattr(call, "name", None), getattr(call, "arguments", None)) == ("light_on", '{"a": 1}')
+        finished = events[-1]
+        assert isinstance(finished, Finished)
+        assert (finished.timings.prompt_tokens, finished.timings.cached_tokens, finished.timings.decoded_tokens) == (12, 8, 5)
+    finally:
+        await server.close()
+
+
+async def test_server_dying_mid_stream_is_an_error(session: aiohttp.ClientSession) -> None:
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"data": [{"id": "m"}]})
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b'data: {"choices": [{"delta": {"content": "Hi"}}]}\n\n')
+        assert request.transport is not None
+        request.transport.abort()
+        return response
+
+    server = await _fake_openai_server({"/v1/models": models, "/v1/chat/completions": chat})
+    try:
+        engine = RemoteEngine(RemoteOptions(str(server.make_url(""))), session)
+        await engine.async_load()
+        with pytest.raises(EngineUnavailableError, match="Lost the server"):
+            await collect(engine, GenerateRequest(messages=[{"role": "user", "content": "hi"}]))
+    finally:
+        await server.close()
+
+
+async def test_api_key_refused(session: aiohttp.ClientSession) -> None:
+    async def models(request: web.Request) -> web.Response:
+        assert request.headers["Authorization"] == "Bearer wrong"
+        return web.json_response({"error": "unauthorized"}, status=401)
+
+    server = await _fake_openai_server({"/v1/models": models})
+    try:
+        engine = RemoteEngine(RemoteOptions(str(server.make_url("")), api_key="wrong"), session)
+        with pytest.raises(ModelLoadError, match="API key"):
+            await engine.async_load()
+    finally:
+        await server.close()
