@@ -10,10 +10,10 @@ Run ``python tests/tiny_gguf.py OUT_DIR`` to write ``tiny-qwen3.gguf`` and
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
+import os
 from pathlib import Path
+import sys
 from typing import Literal
 
 import gguf
@@ -204,9 +204,7 @@ def _vocabulary() -> tuple[list[str], list[gguf.TokenType]]:
     return tokens, types
 
 
-def _add_tokenizer(
-    writer: gguf.GGUFWriter, tokens: list[str], types: list[gguf.TokenType]
-) -> None:
+def _add_tokenizer(writer: gguf.GGUFWriter, tokens: list[str], types: list[gguf.TokenType]) -> None:
     """Write a byte-level BPE tokenizer that adds no BOS and ends turns at <|im_end|>."""
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("qwen2")
@@ -372,7 +370,7 @@ def write_tiny_model(
             writer.write_tensors_to_file()
         finally:
             writer.close()
-        os.replace(partial, path)
+        partial.replace(path)
     finally:
         partial.unlink(missing_ok=True)
     return path

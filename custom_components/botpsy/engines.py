@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.const import EVENT_HOMEASSISTANT_STOP
+from homeassistant.core import Event, HomeAssistant, callback
 from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.util.hass_dict import HassKey
@@ -117,8 +118,17 @@ class EngineManager:
                 LOGGER.debug("Unloaded engine %s", key)
 
 
+    async def async_shutdown(self, _event: Event | None = None) -> None:
+        """Home Assistant stops: stop every worker, so none outlives it."""
+        async with self._lock:
+            shared, self._shared = list(self._shared.values()), {}
+            for item in shared:
+                await item.engine.async_unload()
+
+
 @callback
 def async_get_engine_manager(hass: HomeAssistant) -> EngineManager:
     if DATA_ENGINES not in hass.data:
-        hass.data[DATA_ENGINES] = EngineManager(hass)
+        manager = hass.data[DATA_ENGINES] = EngineManager(hass)
+        hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, manager.async_shutdown)
     return hass.data[DATA_ENGINES]

@@ -142,6 +142,7 @@ async def test_worker_killed_mid_request(tiny_model: Path) -> None:
             with pytest.raises(EngineUnavailableError, match="SIGKILL"):
                 async for _event in stream:
                     os.kill(pid, signal.SIGKILL)
+            assert engine.pid is None
             assert failures == ([] if crash < 2 else [failures[0]])
             # The next request starts a fresh worker and succeeds.
             text, finished = await run(engine, GenerateRequest(prompt="y", grammar=CALL_GRAMMAR, max_tokens=40))

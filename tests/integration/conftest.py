@@ -1,0 +1,66 @@
+"""Fixtures for tests that run the integration inside a real Home Assistant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.botpsy.const import (
+    CONF_ENGINE,
+    CONF_MODEL_PATH,
+    CONF_N_BATCH,
+    CONF_N_CTX,
+    CONF_N_THREADS,
+    CONF_URL,
+    DEFAULT_CONVERSATION_NAME,
+    DEFAULT_CONVERSATION_OPTIONS,
+    DOMAIN,
+    ENGINE_EMBEDDED,
+    ENGINE_REMOTE,
+)
+from homeassistant.core import HomeAssistant
+from homeassistant.setup import async_setup_component
+
+
+@pytest.fixture(autouse=True)
+async def auto_enable_custom_integrations(hass: HomeAssistant, enable_custom_integrations: None) -> None:
+    """Let HA load custom_components/botpsy, with the core it needs (exposed entities)."""
+    assert await async_setup_component(hass, "homeassistant", {})
+
+
+def embedded_data(model: Path) -> dict[str, Any]:
+    return {CONF_ENGINE: ENGINE_EMBEDDED, CONF_MODEL_PATH: str(model), CONF_N_CTX: 1024, CONF_N_THREADS: 2, CONF_N_BATCH: 64}
+
+
+def make_entry(data: dict[str, Any], title: str = "tiny") -> MockConfigEntry:
+    return MockConfigEntry(
+        domain=DOMAIN,
+        title=title,
+        data=data,
+        subentries_data=[
+            {
+                "subentry_type": "conversation",
+                "data": DEFAULT_CONVERSATION_OPTIONS,
+                "title": DEFAULT_CONVERSATION_NAME,
+                "unique_id": None,
+            }
+        ],
+    )
+
+
+@pytest.fixture
+async def embedded_entry(hass: HomeAssistant, tiny_model: Path) -> MockConfigEntry:
+    """A BotPsy entry on the embedded engine with the tiny transformer, set up."""
+    entry = make_entry(embedded_data(tiny_model))
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    return entry
+
+
+@pytest.fixture
+def remote_data(llama_server: str, socket_enabled: None) -> dict[str, Any]:
+    return {CONF_ENGINE: ENGINE_REMOTE, CONF_URL: llama_server}
