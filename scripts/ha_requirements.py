@@ -8,10 +8,10 @@ keeps them in step with the pinned HA version.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+import sys
 
-import homeassistant.components as components
+from homeassistant import components
 
 INTEGRATION = Path(__file__).parent.parent / "custom_components" / "botpsy" / "manifest.json"
 # What scripts/develop's configuration loads besides BotPsy.

@@ -41,8 +41,22 @@ def llama_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     port = _free_port()
     log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w")
     process = subprocess.Popen(
-        [binary, "-m", str(tiny_model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1",
-         "-t", "2", "--no-webui"],
+        [
+            binary,
+            "-m",
+            str(tiny_model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            "2048",
+            "-np",
+            "1",
+            "-t",
+            "2",
+            "--no-webui",
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )

@@ -45,7 +45,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bo
         ) from err
     except EngineUnavailableError as err:
         raise ConfigEntryNotReady(
-            translation_domain=DOMAIN, translation_key="engine_unavailable", translation_placeholders={"error": str(err)}
+            translation_domain=DOMAIN,
+            translation_key="engine_unavailable",
+            translation_placeholders={"error": str(err)},
         ) from err
     info = engine.model_info
     template: ChatTemplate | None = None
@@ -55,7 +57,9 @@ async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bo
         except ChatTemplateError as err:
             await manager.async_release(entry.entry_id, entry.data)
             raise ConfigEntryError(
-                translation_domain=DOMAIN, translation_key="model_unusable", translation_placeholders={"error": str(err)}
+                translation_domain=DOMAIN,
+                translation_key="model_unusable",
+                translation_placeholders={"error": str(err)},
             ) from err
     entry.runtime_data = BotPsyRuntimeData(engine, template)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))

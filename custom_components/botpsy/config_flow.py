@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
+import os
 from pathlib import Path
 from typing import Any
-
-import probatio
 
 from homeassistant.config_entries import (
     ConfigEntry,
@@ -29,6 +27,7 @@ from homeassistant.helpers.selector import (
     TextSelectorConfig,
     TextSelectorType,
 )
+import probatio
 
 from .const import (
     CONF_API_KEY,
@@ -85,7 +84,9 @@ def _engine_fields(defaults: Mapping[str, Any]) -> dict[Any, Any]:
 def _embedded_schema(defaults: Mapping[str, Any]) -> probatio.Schema:
     return probatio.Schema(
         {
-            probatio.Optional(CONF_MODEL_PATH, description={"suggested_value": defaults.get(CONF_MODEL_PATH)}): TextSelector(),
+            probatio.Optional(
+                CONF_MODEL_PATH, description={"suggested_value": defaults.get(CONF_MODEL_PATH)}
+            ): TextSelector(),
             probatio.Optional(CONF_HF_REPO, default=defaults.get(CONF_HF_REPO, DEFAULT_HF_REPO)): TextSelector(),
             probatio.Optional(CONF_HF_FILE, default=defaults.get(CONF_HF_FILE, DEFAULT_HF_FILE)): TextSelector(),
             **_engine_fields(defaults),
@@ -238,7 +239,9 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
             self._data = {CONF_ENGINE: ENGINE_REMOTE, **user_input, CONF_URL: user_input[CONF_URL].strip()}
             errors, model = await self._async_check_remote(self._data)
             if not errors:
-                self._async_abort_entries_match({CONF_URL: self._data[CONF_URL], CONF_MODEL: self._data.get(CONF_MODEL)})
+                self._async_abort_entries_match(
+                    {CONF_URL: self._data[CONF_URL], CONF_MODEL: self._data.get(CONF_MODEL)}
+                )
                 return self._create(f"{model} ({RemoteOptions(self._data[CONF_URL]).base})")
         return self.async_show_form(
             step_id="remote",
@@ -262,7 +265,10 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
                 return self.async_update_reload_and_abort(entry, data=data)
         if embedded:
             schema = probatio.Schema(
-                {probatio.Required(CONF_MODEL_PATH, default=entry.data[CONF_MODEL_PATH]): TextSelector(), **_engine_fields(entry.data)}
+                {
+                    probatio.Required(CONF_MODEL_PATH, default=entry.data[CONF_MODEL_PATH]): TextSelector(),
+                    **_engine_fields(entry.data),
+                }
             )
         else:
             schema = _remote_schema(entry.data)
@@ -275,16 +281,18 @@ def _conversation_schema(options: Mapping[str, Any], new: bool) -> probatio.Sche
         fields[probatio.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = TextSelector()
     fields.update(
         {
-            probatio.Optional(CONF_PROMPT, description={"suggested_value": options.get(CONF_PROMPT)}): TemplateSelector(),
-            probatio.Optional(CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)): NumberSelector(
-                NumberSelectorConfig(min=0, max=2, step=0.05)
-            ),
-            probatio.Optional(CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)): NumberSelector(
-                NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX)
-            ),
-            probatio.Optional(CONF_MAX_HISTORY, default=options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)): NumberSelector(
-                NumberSelectorConfig(min=0, max=100, step=1, mode=NumberSelectorMode.BOX)
-            ),
+            probatio.Optional(
+                CONF_PROMPT, description={"suggested_value": options.get(CONF_PROMPT)}
+            ): TemplateSelector(),
+            probatio.Optional(
+                CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)
+            ): NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05)),
+            probatio.Optional(
+                CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)
+            ): NumberSelector(NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX)),
+            probatio.Optional(
+                CONF_MAX_HISTORY, default=options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)
+            ): NumberSelector(NumberSelectorConfig(min=0, max=100, step=1, mode=NumberSelectorMode.BOX)),
         }
     )
     return probatio.Schema(fields)

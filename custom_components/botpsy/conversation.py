@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation.models import AbstractConversationAgent
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import MATCH_ALL
 from homeassistant.core import HomeAssistant
@@ -25,7 +26,7 @@ async def async_setup_entry(
             async_add_entities([BotPsyConversationEntity(entry, subentry)], config_subentry_id=subentry.subentry_id)
 
 
-class BotPsyConversationEntity(conversation.ConversationEntity, conversation.AbstractConversationAgent, BotPsyLLMEntity):
+class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversationAgent, BotPsyLLMEntity):
     """A BotPsy agent in HA's conversation and Assist pipelines."""
 
     _attr_supports_streaming = True

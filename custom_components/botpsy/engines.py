@@ -8,9 +8,9 @@ using it unloads.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+import os
 from typing import Any
 
 from homeassistant.const import EVENT_HOMEASSISTANT_STOP
@@ -116,7 +116,6 @@ class EngineManager:
                 del self._shared[key]
                 await shared.engine.async_unload()
                 LOGGER.debug("Unloaded engine %s", key)
-
 
     async def async_shutdown(self, _event: Event | None = None) -> None:
         """Home Assistant stops: stop every worker, so none outlives it."""

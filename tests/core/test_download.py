@@ -30,7 +30,9 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def hub_app(payload: bytes, *, sha256: str, requests: list[str | None], cut_after: int | None = None) -> web.Application:
+def hub_app(
+    payload: bytes, *, sha256: str, requests: list[str | None], cut_after: int | None = None
+) -> web.Application:
     """`/{repo}/resolve/main/{file}`: HEAD gives size + LFS checksum, GET honours Range."""
 
     async def resolve(request: web.Request) -> web.StreamResponse:
@@ -71,7 +73,9 @@ async def test_download_verifies_and_reports_progress(session: aiohttp.ClientSes
         remote = await download.async_resolve(session, url)
         assert (remote.size, remote.sha256) == (len(PAYLOAD), hashlib.sha256(PAYLOAD).hexdigest())
         seen: list[tuple[int, int | None]] = []
-        dest = await download.async_download(session, remote, tmp_path / "models" / "model.gguf", lambda d, t: seen.append((d, t)))
+        dest = await download.async_download(
+            session, remote, tmp_path / "models" / "model.gguf", lambda d, t: seen.append((d, t))
+        )
         assert dest.read_bytes() == PAYLOAD
         assert seen[-1] == (len(PAYLOAD), len(PAYLOAD))
         assert [d for d, _ in seen] == sorted(d for d, _ in seen)
@@ -106,7 +110,9 @@ async def test_interrupted_download_resumes(session: aiohttp.ClientSession, tmp_
 async def test_checksum_mismatch_leaves_nothing(session: aiohttp.ClientSession, tmp_path: Path) -> None:
     server = await start(hub_app(PAYLOAD, sha256="0" * 64, requests=[]))
     try:
-        remote = await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url(""))))
+        remote = await download.async_resolve(
+            session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url("")))
+        )
         with pytest.raises(DownloadError, match="checksum"):
             await download.async_download(session, remote, tmp_path / "model.gguf")
         assert list(tmp_path.iterdir()) == []
@@ -118,20 +124,26 @@ async def test_missing_file_and_unreachable_hub(session: aiohttp.ClientSession) 
     server = await start(hub_app(PAYLOAD, sha256="0" * 64, requests=[]))
     try:
         with pytest.raises(DownloadError, match="No such file"):
-            await download.async_resolve(session, download.hf_url("o/r", "other.gguf", endpoint=str(server.make_url(""))))
+            await download.async_resolve(
+                session, download.hf_url("o/r", "other.gguf", endpoint=str(server.make_url("")))
+            )
     finally:
         await server.close()
     with pytest.raises(DownloadError, match="Cannot reach"):
         await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint="http://127.0.0.1:9"))
 
 
-async def test_not_enough_disk_space(session: aiohttp.ClientSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_not_enough_disk_space(
+    session: aiohttp.ClientSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     requests: list[str | None] = []
     server = await start(hub_app(PAYLOAD, sha256=hashlib.sha256(PAYLOAD).hexdigest(), requests=requests))
     real = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: real._replace(free=download.DISK_MARGIN + 1000))
     try:
-        remote = await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url(""))))
+        remote = await download.async_resolve(
+            session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url("")))
+        )
         with pytest.raises(DownloadError, match="Not enough disk space"):
             await download.async_download(session, remote, tmp_path / "model.gguf")
         assert requests == []

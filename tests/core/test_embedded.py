@@ -75,7 +75,9 @@ async def test_grammar_constrains_output(engine: EmbeddedEngine) -> None:
 
 async def test_stop_string_cuts_and_is_not_streamed(engine: EmbeddedEngine) -> None:
     grammar = r'root ::= "abc" "STOP" [a-z]{2,5}'
-    events = [e async for e in engine.generate(GenerateRequest(prompt="x", grammar=grammar, stop=("STOP",), max_tokens=30))]
+    events = [
+        e async for e in engine.generate(GenerateRequest(prompt="x", grammar=grammar, stop=("STOP",), max_tokens=30))
+    ]
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert text == "abc"
     assert isinstance(events[-1], Finished) and events[-1].reason == "stop"
@@ -172,7 +174,7 @@ async def test_file_llama_cpp_refuses(tiny_model: Path, tmp_path: Path) -> None:
     path = tmp_path / "unknown-arch.gguf"
     path.write_bytes(data)
     engine = EmbeddedEngine(EmbeddedOptions(str(path), n_ctx=512, n_threads=2))
-    with pytest.raises(ModelLoadError, match="could not load|failed to start"):
+    with pytest.raises(ModelLoadError, match=r"could not load|failed to start"):
         await engine.async_load()
     assert engine.pid is None
 

@@ -110,9 +110,29 @@ async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSe
         chunks = [
             {"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]},
             {"choices": [{"delta": {"content": "lo"}}]},
-            {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "light_on", "arguments": '{"a"'}}]}}]},
-            {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}, "finish_reason": "tool_calls"}]},
-            {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 8}}},
+            {
+                "choices": [
+                    {
+                        "delta": {
+                            "tool_calls": [
+                                {"index": 0, "id": "c1", "function": {"name": "light_on", "arguments": '{"a"'}}
+                            ]
+                        }
+                    }
+                ]
+            },
+            {
+                "choices": [
+                    {
+                        "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]},
+                        "finish_reason": "tool_calls",
+                    }
+                ]
+            },
+            {
+                "choices": [],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 8}},
+            },
         ]
         for chunk in chunks:
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -134,7 +154,11 @@ async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSe
         assert (getattr(call, "name", None), getattr(call, "arguments", None)) == ("light_on", '{"a": 1}')
         finished = events[-1]
         assert isinstance(finished, Finished)
-        assert (finished.timings.prompt_tokens, finished.timings.cached_tokens, finished.timings.decoded_tokens) == (12, 8, 5)
+        assert (finished.timings.prompt_tokens, finished.timings.cached_tokens, finished.timings.decoded_tokens) == (
+            12,
+            8,
+            5,
+        )
     finally:
         await server.close()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from homeassistant.core import HomeAssistant
+from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -21,8 +23,6 @@ from custom_components.botpsy.const import (
     ENGINE_EMBEDDED,
     ENGINE_REMOTE,
 )
-from homeassistant.core import HomeAssistant
-from homeassistant.setup import async_setup_component
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +32,13 @@ async def auto_enable_custom_integrations(hass: HomeAssistant, enable_custom_int
 
 
 def embedded_data(model: Path) -> dict[str, Any]:
-    return {CONF_ENGINE: ENGINE_EMBEDDED, CONF_MODEL_PATH: str(model), CONF_N_CTX: 1024, CONF_N_THREADS: 2, CONF_N_BATCH: 64}
+    return {
+        CONF_ENGINE: ENGINE_EMBEDDED,
+        CONF_MODEL_PATH: str(model),
+        CONF_N_CTX: 1024,
+        CONF_N_THREADS: 2,
+        CONF_N_BATCH: 64,
+    }
 
 
 def make_entry(data: dict[str, Any], title: str = "tiny") -> MockConfigEntry:

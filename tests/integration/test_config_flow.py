@@ -8,6 +8,10 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from homeassistant import config_entries
+from homeassistant.const import CONF_NAME
+from homeassistant.core import HomeAssistant
+from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -28,10 +32,6 @@ from custom_components.botpsy.const import (
     ENGINE_REMOTE,
 )
 from custom_components.botpsy.core import download
-from homeassistant import config_entries
-from homeassistant.const import CONF_NAME
-from homeassistant.core import HomeAssistant
-from homeassistant.data_entry_flow import FlowResultType
 
 from .conftest import embedded_data, make_entry
 
@@ -93,7 +93,9 @@ async def test_embedded_same_file_twice(hass: HomeAssistant, embedded_entry: Moc
 
 
 @pytest.fixture
-async def hub(hass: HomeAssistant, tiny_model: Path, socket_enabled: None, monkeypatch: pytest.MonkeyPatch) -> TestServer:
+async def hub(
+    hass: HomeAssistant, tiny_model: Path, socket_enabled: None, monkeypatch: pytest.MonkeyPatch
+) -> TestServer:
     """A local stand-in for the hub serving the tiny model as org/repo/model.gguf."""
     payload = tiny_model.read_bytes()
 
@@ -212,7 +214,8 @@ async def test_add_and_reconfigure_agent(hass: HomeAssistant, embedded_entry: Mo
     )
     assert result["type"] is FlowResultType.FORM
     result = await hass.config_entries.subentries.async_configure(
-        result["flow_id"], {CONF_NAME: "Kitchen helper", CONF_PROMPT: "Be brief.", CONF_TEMPERATURE: 0.1, CONF_MAX_TOKENS: 64.0}
+        result["flow_id"],
+        {CONF_NAME: "Kitchen helper", CONF_PROMPT: "Be brief.", CONF_TEMPERATURE: 0.1, CONF_MAX_TOKENS: 64.0},
     )
     assert result["type"] is FlowResultType.CREATE_ENTRY
     await hass.async_block_till_done()

@@ -8,6 +8,10 @@ from pathlib import Path
 import signal
 from typing import Any
 
+from homeassistant.config_entries import ConfigEntryState
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import issue_registry as ir
+from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 from pytest_homeassistant_custom_component.components.diagnostics import get_diagnostics_for_config_entry
@@ -16,10 +20,6 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 from custom_components.botpsy.const import CONF_API_KEY, CONF_URL, DOMAIN, ISSUE_WORKER_CRASHING
 from custom_components.botpsy.core.embedded import EmbeddedEngine
 from custom_components.botpsy.core.engine import EngineUnavailableError, GenerateEvent, GenerateRequest
-from homeassistant.config_entries import ConfigEntryState
-from homeassistant.core import HomeAssistant
-from homeassistant.helpers import issue_registry as ir
-from homeassistant.setup import async_setup_component
 
 from .conftest import embedded_data, make_entry
 

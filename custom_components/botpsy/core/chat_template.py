@@ -7,8 +7,8 @@ needs the raw prompt: to count it, cache its prefix and decode it under a gramma
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
+import json
 from typing import Any
 
 from jinja2 import TemplateError

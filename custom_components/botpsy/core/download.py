@@ -9,12 +9,12 @@ publishes for LFS files are verified, and only then is the file renamed into pla
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+import hashlib
 from pathlib import Path
+import re
+import shutil
 from urllib.parse import quote
 
 import aiohttp
@@ -91,8 +91,7 @@ async def async_download(
         free = (await asyncio.to_thread(shutil.disk_usage, dest.parent)).free
         if remote.size - have + DISK_MARGIN > free:
             raise DownloadError(
-                f"Not enough disk space: the model needs {(remote.size - have) >> 20} MB, "
-                f"{free >> 20} MB are free"
+                f"Not enough disk space: the model needs {(remote.size - have) >> 20} MB, {free >> 20} MB are free"
             )
     digest = await asyncio.to_thread(_hash_file, part) if have else hashlib.sha256()
     headers = {"Range": f"bytes={have}-"} if have else {}
@@ -115,9 +114,7 @@ async def async_download(
             finally:
                 await asyncio.to_thread(stream.close)
     except (aiohttp.ClientError, TimeoutError) as err:
-        raise DownloadError(
-            f"The download was interrupted at {have >> 20} MB; it resumes when retried"
-        ) from err
+        raise DownloadError(f"The download was interrupted at {have >> 20} MB; it resumes when retried") from err
     if remote.size is not None and have != remote.size:
         await asyncio.to_thread(part.unlink)
         raise DownloadError(f"The download has {have} bytes, the hub announced {remote.size}")

@@ -8,18 +8,18 @@ was serving and starts a fresh one for the next request.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 import contextlib
+from dataclasses import asdict, dataclass, field
 import itertools
 import json
 import logging
 import os
+from pathlib import Path
 import signal
 import sys
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .engine import (
@@ -199,44 +199,49 @@ class EmbeddedEngine:
         return self._process
 
     async def _request(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """Send one request and yield its replies until the final one."""
-        process = await self._ensure_running()
-        assert process.stdin
-        rid = next(self._ids)
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._pending[rid] = queue
-        done = False
-        try:
-            process.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
-            await process.stdin.drain()
-            while True:
-                reply = await queue.get()
-                if reply is None:
-                    done = True
-                    raise EngineUnavailableError(
-                        "The model worker stopped unexpectedly "
-                        f"({self._why(process.returncode)}); it restarts on the next request"
-                    )
-                if "error" in reply:
-                    done = True
-                    raise EngineError(reply["error"])
-                done = "done" in reply or "result" in reply
-                yield reply
-                if done:
-                    return
-        except (BrokenPipeError, ConnectionResetError):
-            done = True
-            raise EngineUnavailableError("The model worker is not running") from None
-        finally:
-            if not done and process.returncode is None and process.stdin:
-                # Cancelled mid-generation: stop the worker's loop and wait for its end,
-                # so the next request starts on a quiet pipe.
-                with contextlib.suppress(ConnectionError):
-                    process.stdin.write((json.dumps({"op": "cancel", "id": rid}) + "\n").encode())
-                    await process.stdin.drain()
-                while (reply := await queue.get()) is not None and "done" not in reply and "error" not in reply:
-                    pass
-            self._pending.pop(rid, None)
+        """Send one request and yield its replies until the final one.
+
+        A worker found dead before it answered anything (it died while idle) is started
+        again and the request sent once more; a death after the first reply is an error.
+        """
+        for attempt in (1, 2):
+            process = await self._ensure_running()
+            assert process.stdin
+            rid = next(self._ids)
+            queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+            self._pending[rid] = queue
+            done = replied = False
+            try:
+                process.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
+                await process.stdin.drain()
+                while (reply := await queue.get()) is not None:
+                    replied = True
+                    if "error" in reply:
+                        done = True
+                        raise EngineError(reply["error"])
+                    done = "done" in reply or "result" in reply
+                    yield reply
+                    if done:
+                        return
+                done = True
+            except (BrokenPipeError, ConnectionResetError):
+                done = True
+                await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
+            finally:
+                if not done and process.returncode is None and process.stdin:
+                    # Cancelled mid-generation: stop the worker's loop and wait for its end,
+                    # so the next request starts on a quiet pipe.
+                    with contextlib.suppress(ConnectionError):
+                        process.stdin.write((json.dumps({"op": "cancel", "id": rid}) + "\n").encode())
+                        await process.stdin.drain()
+                    while (reply := await queue.get()) is not None and "done" not in reply and "error" not in reply:
+                        pass
+                self._pending.pop(rid, None)
+            if replied or attempt == 2:
+                raise EngineUnavailableError(
+                    "The model worker stopped unexpectedly "
+                    f"({self._why(process.returncode)}); it restarts on the next request"
+                )
 
     async def async_count_tokens(self, text: str) -> int:
         async with self._lock:

@@ -7,10 +7,10 @@ template. Only the header is parsed; tensor data is never read.
 
 from __future__ import annotations
 
-import os
-import struct
 from dataclasses import dataclass
+import os
 from pathlib import Path
+import struct
 from typing import BinaryIO
 
 from .engine import ModelLoadError
@@ -56,10 +56,10 @@ class _Reader:
         return value
 
     def u32(self) -> int:
-        return int(self.scalar("<I"))  # type: ignore[call-overload]
+        return int.from_bytes(self.exact(4), "little")
 
     def u64(self) -> int:
-        return int(self.scalar("<Q"))  # type: ignore[call-overload]
+        return int.from_bytes(self.exact(8), "little")
 
     def string(self) -> str:
         size = self.u64()

@@ -8,10 +8,10 @@ The aiohttp session is the caller's (Home Assistant's shared one).
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+import json
+import time
 from typing import Any
 
 import aiohttp
@@ -146,7 +146,13 @@ class RemoteEngine:
         if request.prompt is not None:
             if not self._native:
                 raise EngineError("This server takes chat messages only, not a raw prompt")
-            body = {**common, "prompt": request.prompt, "n_predict": request.max_tokens, "top_k": request.top_k, "cache_prompt": True}
+            body = {
+                **common,
+                "prompt": request.prompt,
+                "n_predict": request.max_tokens,
+                "top_k": request.top_k,
+                "cache_prompt": True,
+            }
             if request.grammar:
                 body["grammar"] = request.grammar
             return "/completion", body

@@ -13,16 +13,17 @@ generation runs. The worker exits when stdin closes, so it never outlives its pa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import json
 import os
 import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import llama_cpp
+from llama_cpp.llama_grammar import LlamaGrammar
 
 
 class Protocol:
@@ -67,7 +68,7 @@ class Model:
         self.load_seconds = time.monotonic() - started
         self.bos_text = self._token_text(self.llm.token_bos())
         self.eos_text = self._token_text(self.llm.token_eos())
-        self._grammars: dict[str, llama_cpp.LlamaGrammar] = {}
+        self._grammars: dict[str, LlamaGrammar] = {}
 
     def _token_text(self, token: int) -> str:
         return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
@@ -76,15 +77,15 @@ class Model:
         add_bos = not (self.bos_text and text.startswith(self.bos_text))
         return self.llm.tokenize(text.encode(), add_bos=add_bos, special=True)
 
-    def grammar(self, text: str) -> llama_cpp.LlamaGrammar:
+    def grammar(self, text: str) -> LlamaGrammar:
         if text not in self._grammars:
             # The binding would dereference the NULL sampler llama.cpp returns for a grammar
             # it cannot parse: try it here first and refuse it cleanly.
-            sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, text.encode(), b"root")  # noqa: SLF001
+            sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, text.encode(), b"root")
             if not sampler:
                 raise ValueError("llama.cpp cannot parse the grammar")
             llama_cpp.llama_sampler_free(sampler)
-            self._grammars[text] = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+            self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
 
     def _reuse_prefix(self, tokens: list[int]) -> int:
@@ -95,15 +96,15 @@ class Model:
         """
         llm = self.llm
         shared = 0
-        for old, new in zip(llm._input_ids, tokens):  # noqa: SLF001
+        for old, new in zip(llm._input_ids, tokens, strict=False):
             if old != new:
                 break
             shared += 1
         shared = min(shared, len(tokens) - 1)
-        if shared > 0 and llm._ctx.kv_cache_seq_rm(-1, shared, -1):  # noqa: SLF001
+        if shared > 0 and llm._ctx.kv_cache_seq_rm(-1, shared, -1):
             llm.n_tokens = shared
             return shared
-        llm.reset()
+        llm.reset()  # type: ignore[no-untyped-call]
         return 0
 
     def generate(self, request: dict[str, Any], cancelled: set[int]) -> Iterator[dict[str, Any]]:
@@ -111,16 +112,14 @@ class Model:
         started = time.monotonic()
         tokens = self.tokenize(request["prompt"])
         if len(tokens) + 1 > llm.n_ctx():
-            raise ValueError(
-                f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}"
-            )
+            raise ValueError(f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}")
         cached = self._reuse_prefix(tokens)
         if request.get("seed") is not None:
             llm.set_seed(request["seed"])
         grammar = self.grammar(request["grammar"]) if request.get("grammar") else None
         stops: list[str] = request.get("stop") or []
         max_tokens = min(request["max_tokens"], llm.n_ctx() - len(tokens))
-        timings = {"prompt_tokens": len(tokens), "cached_tokens": cached, "decoded_tokens": 0}
+        timings: dict[str, float] = {"prompt_tokens": len(tokens), "cached_tokens": cached, "decoded_tokens": 0}
         first_token_at = 0.0
         generated: list[int] = []
         text = ""
@@ -139,7 +138,7 @@ class Model:
             if request["id"] in cancelled:
                 reason = "cancelled"
                 break
-            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):  # noqa: SLF001
+            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
                 reason = "stop"
                 break
             previous = generated[:]

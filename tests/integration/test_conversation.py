@@ -1,0 +1,86 @@
+"""The conversation agent answering through real llama.cpp (embedded) and llama-server."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import chat_session, intent
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.botpsy.core.embedded import EmbeddedEngine
+
+from .conftest import make_entry
+
+AGENT = "conversation.botpsy"
+
+
+async def converse(
+    hass: HomeAssistant, text: str, conversation_id: str | None = None
+) -> conversation.ConversationResult:
+    return await conversation.async_converse(hass, text, conversation_id, Context(), agent_id=AGENT)
+
+
+def assistant_replies(hass: HomeAssistant, conversation_id: str) -> list[str]:
+    with (
+        chat_session.async_get_chat_session(hass, conversation_id) as session,
+        conversation.async_get_chat_log(hass, session) as chat_log,
+    ):
+        return [c.content or "" for c in chat_log.content if isinstance(c, conversation.AssistantContent)]
+
+
+async def test_agent_entity_named_from_subentry(hass: HomeAssistant, embedded_entry: MockConfigEntry) -> None:
+    state = hass.states.get(AGENT)
+    assert state is not None
+    assert state.attributes["friendly_name"] == "BotPsy"
+    entity = hass.data["entity_components"]["conversation"].get_entity(AGENT)
+    assert entity.supports_streaming
+
+
+async def test_embedded_agent_replies_and_keeps_context(hass: HomeAssistant, embedded_entry: MockConfigEntry) -> None:
+    engine = embedded_entry.runtime_data.engine
+    assert isinstance(engine, EmbeddedEngine)
+    result = await converse(hass, "Hello, who are you?")
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    speech = result.response.speech["plain"]["speech"]
+    timings = engine.last_timings
+    assert timings is not None and timings.decoded_tokens > 0
+    assert assistant_replies(hass, result.conversation_id) == [speech]
+    first_prompt = timings.prompt_tokens
+
+    # The second turn carries the first in its prompt; the shared prefix is reused.
+    again = await converse(hass, "And what can you do?", result.conversation_id)
+    assert again.conversation_id == result.conversation_id
+    second = engine.last_timings
+    assert second is not None
+    assert second.prompt_tokens > first_prompt
+    assert second.cached_tokens > 0
+    assert len(assistant_replies(hass, result.conversation_id)) == 2
+
+
+async def test_remote_agent_replies(hass: HomeAssistant, remote_data: dict[str, Any]) -> None:
+    entry = make_entry(remote_data)
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    result = await converse(hass, "Hello")
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    timings = entry.runtime_data.engine.last_timings  # type: ignore[attr-defined]
+    assert timings is not None and timings.decoded_tokens > 0 and timings.prompt_tokens > 0
+    assert await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_worker_killed_gives_an_error_reply_then_recovers(
+    hass: HomeAssistant, embedded_entry: MockConfigEntry
+) -> None:
+    engine = embedded_entry.runtime_data.engine
+    assert isinstance(engine, EmbeddedEngine)
+    assert engine.pid is not None
+    os.kill(engine.pid, signal.SIGKILL)
+    await hass.async_block_till_done()
+    result = await converse(hass, "Hello")
+    # The dead worker is noticed and a new one started for this request.
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert engine.pid is not None
