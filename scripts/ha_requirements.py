@@ -15,7 +15,17 @@ from homeassistant import components
 
 INTEGRATION = Path(__file__).parent.parent / "custom_components" / "botpsy" / "manifest.json"
 # What scripts/develop's configuration loads besides BotPsy.
-DEVELOP = ("frontend", "config", "onboarding", "demo", "assist_pipeline", "ai_task")
+DEVELOP = (
+    "frontend",
+    "config",
+    "history",
+    "logbook",
+    "onboarding",
+    "demo",
+    "assist_pipeline",
+    "ai_task",
+    "diagnostics",
+)
 
 
 def manifest(domain: str) -> dict[str, object]:

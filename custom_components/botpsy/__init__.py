@@ -12,7 +12,7 @@ from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
-from .core.chat_template import ChatTemplate, ChatTemplateError
+from .core.chat_template import ChatTemplate, ChatTemplateError, fallback_template
 from .core.engine import Engine, EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
 
@@ -51,9 +51,11 @@ async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bo
         ) from err
     info = engine.model_info
     template: ChatTemplate | None = None
-    if info and info.chat_template:
+    if info and (info.chat_template or engine.supports_grammar):
+        # Engines that take raw prompts need a template even if the file has none.
+        source = info.chat_template or fallback_template(info.architecture)
         try:
-            template = ChatTemplate(info.chat_template, bos_token=info.bos_token, eos_token=info.eos_token)
+            template = ChatTemplate(source, bos_token=info.bos_token, eos_token=info.eos_token)
         except ChatTemplateError as err:
             await manager.async_release(entry.entry_id, entry.data)
             raise ConfigEntryError(

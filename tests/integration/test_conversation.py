@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import signal
 from typing import Any
 
@@ -13,7 +14,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.botpsy.core.embedded import EmbeddedEngine
 
-from .conftest import make_entry
+from .conftest import embedded_data, make_entry
 
 AGENT = "conversation.botpsy"
 
@@ -84,3 +85,19 @@ async def test_worker_killed_gives_an_error_reply_then_recovers(
     # The dead worker is noticed and a new one started for this request.
     assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
     assert engine.pid is not None
+
+
+async def test_model_without_chat_template_uses_a_fallback(
+    hass: HomeAssistant, tiny_model: Path, tmp_path: Path
+) -> None:
+    """Base models (like the gemma-3-270m stand-in) ship no template: ChatML is used."""
+    path = tmp_path / "no-template.gguf"
+    path.write_bytes(tiny_model.read_bytes().replace(b"tokenizer.chat_template", b"tokenizer.chat_templatX"))
+    entry = make_entry(embedded_data(path))
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    assert entry.runtime_data.engine.model_info is not None
+    assert entry.runtime_data.engine.model_info.chat_template is None
+    result = await converse(hass, "Hello")
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert await hass.config_entries.async_unload(entry.entry_id)

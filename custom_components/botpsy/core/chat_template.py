@@ -16,13 +16,32 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .engine import EngineError
 
+# For GGUFs without a chat template (base models such as the gemma-3-270m stand-in):
+# the turn format of the architecture's family, else ChatML.
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}"
+    "{% set role = 'model' if m.role == 'assistant' else 'user' %}"
+    "<start_of_turn>{{ role }}\n{{ m.content }}<end_of_turn>\n{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+_FALLBACK_TEMPLATES = {"gemma": GEMMA_TEMPLATE, "gemma2": GEMMA_TEMPLATE, "gemma3": GEMMA_TEMPLATE}
+
+
+def fallback_template(architecture: str) -> str:
+    """The template to use when the model file has none."""
+    return _FALLBACK_TEMPLATES.get(architecture, CHATML_TEMPLATE)
+
 
 class ChatTemplateError(EngineError):
     """The model's chat template cannot render these messages."""
 
 
 def _raise(message: str) -> None:
-    raise ChatTemplateError(message)
+    raise ChatTemplateError(f"The model's chat template refused the messages: {message}")
 
 
 def _tojson(value: Any, indent: int | None = None, **_: Any) -> str:

@@ -1,0 +1,50 @@
+"""Rendering chat messages with the model's template, and the fallbacks for files without one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from custom_components.botpsy.core.chat_template import ChatTemplate, ChatTemplateError, fallback_template
+from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+
+MESSAGES = [
+    {"role": "system", "content": "You control a home."},
+    {"role": "user", "content": "Turn on the kitchen light"},
+]
+
+
+def test_qwen35_style_template_from_the_model(tiny_model: Path) -> None:
+    source = read_gguf_metadata(tiny_model).chat_template
+    assert source is not None
+    prompt = ChatTemplate(source).render(MESSAGES)
+    assert prompt.startswith("<|im_start|>system\nYou control a home.<|im_end|>\n")
+    assert "<|im_start|>user\nTurn on the kitchen light<|im_end|>\n" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+
+
+def test_tools_are_rendered_in_the_system_block(tiny_model: Path) -> None:
+    source = read_gguf_metadata(tiny_model).chat_template
+    assert source is not None
+    tool = {"type": "function", "function": {"name": "light_turn_on", "parameters": {"type": "object"}}}
+    prompt = ChatTemplate(source).render(MESSAGES, tools=[tool])
+    assert prompt.index("<tools>") < prompt.index('"light_turn_on"') < prompt.index("You control a home.")
+
+
+def test_gemma_fallback_for_a_template_less_gemma() -> None:
+    prompt = ChatTemplate(fallback_template("gemma3"), bos_token="<bos>").render(MESSAGES)
+    assert prompt.startswith("<bos><start_of_turn>user\nYou control a home.<end_of_turn>\n")
+    assert prompt.endswith("<start_of_turn>user\nTurn on the kitchen light<end_of_turn>\n<start_of_turn>model\n")
+
+
+def test_chatml_fallback_for_other_architectures() -> None:
+    prompt = ChatTemplate(fallback_template("llama")).render(MESSAGES[1:], add_generation_prompt=False)
+    assert prompt == "<|im_start|>user\nTurn on the kitchen light<|im_end|>\n"
+
+
+def test_broken_templates_are_clear_errors() -> None:
+    with pytest.raises(ChatTemplateError, match="invalid"):
+        ChatTemplate("{% for m in messages %}")
+    with pytest.raises(ChatTemplateError, match="refused the messages: No user query"):
+        ChatTemplate("{{ raise_exception('No user query found in messages') }}").render(MESSAGES)
