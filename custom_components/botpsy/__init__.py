@@ -9,10 +9,8 @@ from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryError, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
-from homeassistant.helpers.typing import ConfigType
 
 from .const import DOMAIN
-from .core.chat_template import ChatTemplate, ChatTemplateError, fallback_template
 from .core.engine import Engine, EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
 
@@ -22,17 +20,12 @@ PLATFORMS = (Platform.CONVERSATION,)
 
 @dataclass(slots=True)
 class BotPsyRuntimeData:
-    """What the entry's platforms share: the engine and the model's chat template."""
+    """What the entry's platforms share."""
 
     engine: Engine
-    chat_template: ChatTemplate | None
 
 
 type BotPsyConfigEntry = ConfigEntry[BotPsyRuntimeData]
-
-
-async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
-    return True
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bool:
@@ -49,21 +42,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bo
             translation_key="engine_unavailable",
             translation_placeholders={"error": str(err)},
         ) from err
-    info = engine.model_info
-    template: ChatTemplate | None = None
-    if info and (info.chat_template or engine.supports_grammar):
-        # Engines that take raw prompts need a template even if the file has none.
-        source = info.chat_template or fallback_template(info.architecture)
-        try:
-            template = ChatTemplate(source, bos_token=info.bos_token, eos_token=info.eos_token)
-        except ChatTemplateError as err:
-            await manager.async_release(entry.entry_id, entry.data)
-            raise ConfigEntryError(
-                translation_domain=DOMAIN,
-                translation_key="model_unusable",
-                translation_placeholders={"error": str(err)},
-            ) from err
-    entry.runtime_data = BotPsyRuntimeData(engine, template)
+    entry.runtime_data = BotPsyRuntimeData(engine)
     entry.async_on_unload(entry.add_update_listener(_async_update_listener))
     await hass.config_entries.async_forward_entry_setups(entry, PLATFORMS)
     return True

@@ -113,15 +113,19 @@ def _ints(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: int(v) if k in (CONF_N_THREADS, CONF_N_CTX, CONF_N_BATCH) else v for k, v in data.items()}
 
 
-async def _check_model_file(path: str) -> str | None:
-    """An error key if `path` is not a readable GGUF, else None."""
+def _model_file_error(path: str) -> str | None:
+    """An error key if `path` is not a readable GGUF, else None (reads the disk)."""
     if not os.path.isfile(path):
         return "model_not_found"
     try:
-        await asyncio.to_thread(read_gguf_metadata, path)
+        read_gguf_metadata(path)
     except ModelLoadError:
         return "model_invalid"
     return None
+
+
+async def _check_model_file(path: str) -> str | None:
+    return await asyncio.to_thread(_model_file_error, path)
 
 
 class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):

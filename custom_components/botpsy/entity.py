@@ -74,13 +74,13 @@ class BotPsyLLMEntity(Entity):
             "max_tokens": int(options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)),
             "temperature": float(options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)),
         }
-        runtime = self.entry.runtime_data
-        if runtime.chat_template is not None and runtime.engine.supports_grammar:
-            prompt = runtime.chat_template.render(messages, add_generation_prompt=True)
-            info = runtime.engine.model_info
-            stop = (info.eos_token,) if info and info.eos_token else ()
-            return GenerateRequest(prompt=prompt, stop=stop, **decoding)
-        return GenerateRequest(messages=messages, **decoding)
+        engine = self.entry.runtime_data.engine
+        if engine.chat_template is None:
+            return GenerateRequest(messages=messages, **decoding)
+        prompt = engine.chat_template.render(messages, add_generation_prompt=True)
+        info = engine.model_info
+        stop = (info.eos_token,) if info and info.eos_token else ()
+        return GenerateRequest(prompt=prompt, stop=stop, **decoding)
 
     async def _async_handle_chat_log(self, chat_log: conversation.ChatLog) -> None:
         """Generate the reply to the chat log's last turn, streaming it into the log."""

@@ -73,6 +73,15 @@ async def test_grammar_constrains_output(engine: EmbeddedEngine) -> None:
     assert timings.prompt_seconds > 0 and timings.decode_seconds > 0
 
 
+async def test_chat_messages_are_rendered_with_the_model_template(engine: EmbeddedEngine) -> None:
+    messages = [{"role": "user", "content": "turn on the light"}]
+    _text, finished = await run(engine, GenerateRequest(messages=messages, grammar=CALL_GRAMMAR, max_tokens=40))
+    assert engine.chat_template is not None
+    prompt = engine.chat_template.render(messages)
+    assert prompt.startswith("<|im_start|>user\nturn on the light")
+    assert finished.timings.prompt_tokens == await engine.async_count_tokens(prompt)
+
+
 async def test_stop_string_cuts_and_is_not_streamed(engine: EmbeddedEngine) -> None:
     grammar = r'root ::= "abc" "STOP" [a-z]{2,5}'
     events = [

@@ -70,7 +70,7 @@ async def test_remote_entry_loads(hass: HomeAssistant, remote_data: dict[str, An
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     assert entry.runtime_data.engine.supports_grammar
-    assert entry.runtime_data.chat_template is not None
+    assert entry.runtime_data.engine.chat_template is not None
     assert await hass.config_entries.async_unload(entry.entry_id)
 
 

@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Any
 
+from .chat_template import ChatTemplate, ChatTemplateError, fallback_template
 from .engine import (
     EngineError,
     EngineHealth,
@@ -76,6 +77,7 @@ class EmbeddedEngine:
         self._python = python
         self._on_repeated_failure = on_repeated_failure
         self._info: ModelInfo | None = None
+        self._template: ChatTemplate | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
         self._stderr_task: asyncio.Task[None] | None = None
@@ -90,6 +92,10 @@ class EmbeddedEngine:
     @property
     def model_info(self) -> ModelInfo | None:
         return self._info
+
+    @property
+    def chat_template(self) -> ChatTemplate | None:
+        return self._template
 
     @property
     def pid(self) -> int | None:
@@ -110,6 +116,15 @@ class EmbeddedEngine:
             file_size=meta.file_size,
             load_seconds=float(ready["load_seconds"]),
         )
+        try:
+            self._template = ChatTemplate(
+                meta.chat_template or fallback_template(meta.architecture),
+                bos_token=self._info.bos_token,
+                eos_token=self._info.eos_token,
+            )
+        except ChatTemplateError as err:
+            await self.async_unload()
+            raise ModelLoadError(str(err)) from err
         return self._info
 
     async def _start(self) -> dict[str, Any]:
@@ -250,11 +265,14 @@ class EmbeddedEngine:
         raise EngineError("No token count returned")
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        if request.prompt is None:
-            raise EngineError("The embedded engine takes a rendered prompt")
+        prompt = request.prompt
+        if prompt is None:
+            if self._template is None:
+                raise EngineUnavailableError("The model is not loaded")
+            prompt = self._template.render(request.messages or [], tools=request.tools)
         message = {
             "op": "generate",
-            "prompt": request.prompt,
+            "prompt": prompt,
             "grammar": request.grammar,
             "stop": list(request.stop),
             "max_tokens": request.max_tokens,

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .chat_template import ChatTemplate
 
 
 class EngineError(Exception):
@@ -130,6 +133,10 @@ class Engine(Protocol):
     @property
     def model_info(self) -> ModelInfo | None:
         """Set once `async_load` succeeded."""
+
+    @property
+    def chat_template(self) -> ChatTemplate | None:
+        """The model's template, for engines that take raw prompts; None otherwise."""
 
     @property
     def supports_grammar(self) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from .chat_template import ChatTemplate, ChatTemplateError
 from .engine import (
     EngineError,
     EngineHealth,
@@ -57,11 +58,17 @@ class RemoteEngine:
         self._info: ModelInfo | None = None
         self._model: str | None = options.model
         self._native = False
+        self._template: ChatTemplate | None = None
         self.last_timings: Timings | None = None
 
     @property
     def model_info(self) -> ModelInfo | None:
         return self._info
+
+    @property
+    def chat_template(self) -> ChatTemplate | None:
+        """llama-server's template (it renders raw prompts); other servers render their own."""
+        return self._template
 
     @property
     def supports_grammar(self) -> bool:
@@ -119,7 +126,7 @@ class RemoteEngine:
             props = await self._get("/props") or {}
         except EngineError:
             props = {}
-        self._native = isinstance(props, dict) and "chat_template" in props
+        self._native = isinstance(props, dict) and bool(props.get("chat_template"))
         settings = props.get("default_generation_settings", {}) if self._native else {}
         self._info = ModelInfo(
             name=str(self._model),
@@ -129,6 +136,13 @@ class RemoteEngine:
             bos_token=str(props.get("bos_token", "")) if self._native else "",
             eos_token=str(props.get("eos_token", "")) if self._native else "",
         )
+        if self._native:
+            try:
+                self._template = ChatTemplate(
+                    props["chat_template"], bos_token=self._info.bos_token, eos_token=self._info.eos_token
+                )
+            except ChatTemplateError as err:
+                raise ModelLoadError(str(err)) from err
         return self._info
 
     async def async_count_tokens(self, text: str) -> int:
