@@ -185,6 +185,14 @@ class RemoteEngine:
             body["grammar"] = request.grammar
         return "/v1/chat/completions", body
 
+    async def _post_stream(self, path: str, body: dict[str, Any]) -> aiohttp.ClientResponse:
+        """Start a streamed request; a stale kept-alive connection is retried once."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+        try:
+            return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
+        except aiohttp.ServerDisconnectedError:
+            return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
+
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         path, body = self._body(request)
         started = time.monotonic()
@@ -193,12 +201,7 @@ class RemoteEngine:
         reason = "stop"
         calls: dict[int, dict[str, str]] = {}
         try:
-            async with self._session.post(
-                self.options.base + path,
-                json=body,
-                headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT),
-            ) as response:
+            async with await self._post_stream(path, body) as response:
                 if response.status != 200:
                     detail = (await response.text())[:300]
                     raise EngineError(f"The server answered HTTP {response.status}: {detail}")
