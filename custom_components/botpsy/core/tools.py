@@ -1,0 +1,212 @@
+"""Compile the home into tools: one function per (domain, service) the exposed entities support.
+
+Each tool's target is an enum of exactly the entities the service applies to, and each
+target carries its own argument list: a non-dimmable light gets no brightness argument,
+a thermostat's hvac modes and a player's sources come from that entity's attributes.
+The output depends only on the home's structure (entities, capabilities, services), never
+on states, and is sorted, so prompts built from it stay byte-identical and cacheable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from .home import Entity, FieldSpec, Home, ServiceSpec
+
+# Domains whose entities BotPsy may act on, and services it never offers.
+CONTROL_DOMAINS = frozenset(
+    {
+        "alarm_control_panel", "button", "climate", "cover", "fan", "humidifier", "input_boolean",
+        "input_button", "input_number", "input_select", "lawn_mower", "light", "lock", "media_player",
+        "number", "scene", "script", "select", "siren", "switch", "todo", "vacuum", "valve", "water_heater",
+    }
+)  # fmt: skip
+SKIPPED_SERVICES = frozenset(
+    {
+        "reload", "toggle", "join", "unjoin", "play_media", "browse_media", "search_media", "clear_playlist",
+        "shuffle_set", "repeat_set", "media_seek", "send_command", "get_items", "remove_completed_items",
+        "update_item", "remove_item", "get_forecasts", "set_datetime", "clean_area", "locate", "clean_spot",
+        "set_value", "set_options", "select_first", "select_last", "select_next", "select_previous",
+        "increment", "decrement", "set_aux_heat", "toggle_cover_tilt",
+    }
+)  # fmt: skip
+# Fields a small model should not be offered (advanced or unstructured).
+SKIPPED_FIELDS = frozenset({"transition", "flash", "profile", "entity_id", "code"})
+# State selectors name an attribute; its possible values are in another attribute.
+_OPTION_LISTS = {
+    "effect": "effect_list", "source": "source_list", "sound_mode": "sound_mode_list",
+    "preset_mode": "preset_modes", "fan_mode": "fan_modes", "swing_mode": "swing_modes",
+    "swing_horizontal_mode": "swing_horizontal_modes", "mode": "available_modes", "operation_mode": "operation_list",
+}  # fmt: skip
+# A state selector without an attribute offers the entity's own states.
+_STATE_LISTS = {
+    "climate": "hvac_modes", "select": "options", "input_select": "options", "water_heater": "operation_list",
+}  # fmt: skip
+
+ParamType = Literal["integer", "number", "boolean", "string", "enum", "rgb"]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """An argument of a tool, for one target entity."""
+
+    name: str
+    type: ParamType
+    required: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    options: tuple[str, ...] = ()
+    unit: str | None = None
+
+    def json_schema(self) -> dict[str, Any]:
+        if self.type == "enum":
+            return {"type": "string", "enum": list(self.options)}
+        if self.type == "rgb":
+            item = {"type": "integer", "minimum": 0, "maximum": 255}
+            return {"type": "array", "items": item, "minItems": 3, "maxItems": 3}
+        schema: dict[str, Any] = {"type": self.type}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        if self.unit:
+            schema["description"] = self.unit
+        return schema
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A function the model may call."""
+
+    name: str
+    description: str
+    domain: str = ""
+    service: str = ""
+    # Target entity id -> its arguments (besides the target). Empty for tools without targets.
+    targets: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
+    read_only: bool = False
+
+    def params(self) -> tuple[Param, ...]:
+        """Arguments over all targets (enums merged), for the JSON schema."""
+        merged: dict[str, Param] = {}
+        for params in self.targets.values():
+            for param in params:
+                known = merged.get(param.name)
+                if known is None:
+                    merged[param.name] = param
+                elif param.options:
+                    options = tuple(dict.fromkeys(known.options + param.options))
+                    merged[param.name] = replace(known, options=options, required=known.required and param.required)
+                else:
+                    merged[param.name] = replace(known, required=known.required and param.required)
+        return tuple(merged.values())
+
+    def json_schema(self) -> dict[str, Any]:
+        """OpenAI-style function schema."""
+        properties: dict[str, Any] = {"entity_id": {"type": "string", "enum": list(self.targets)}}
+        required = ["entity_id"]
+        for param in self.params():
+            properties[param.name] = param.json_schema()
+            if param.required:
+                required.append(param.name)
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {"type": "object", "properties": properties, "required": required},
+            },
+        }
+
+
+def _param(spec: FieldSpec, entity: Entity) -> Param | None:
+    """The argument `spec` gives for `entity`, or None if it cannot be offered."""
+    kind, config = next(iter(spec.selector.items()), ("", None))
+    config = config or {}
+    if kind == "number":
+        step = config.get("step", 1)
+        integral = isinstance(step, int) or float(step).is_integer()
+        return Param(
+            spec.name,
+            "integer" if integral else "number",
+            spec.required,
+            config.get("min"),
+            config.get("max"),
+            unit=config.get("unit_of_measurement"),
+        )
+    if kind == "boolean":
+        return Param(spec.name, "boolean", spec.required)
+    if kind == "text":
+        return Param(spec.name, "string", spec.required)
+    if kind == "color_rgb":
+        return Param(spec.name, "rgb", spec.required)
+    if kind == "color_temp":
+        kelvin = config.get("unit") == "kelvin"
+        low = entity.attributes.get("min_color_temp_kelvin", config.get("min")) if kelvin else config.get("min")
+        high = entity.attributes.get("max_color_temp_kelvin", config.get("max")) if kelvin else config.get("max")
+        return Param(spec.name, "integer", spec.required, low, high, unit="K" if kelvin else "mired")
+    if kind == "select":
+        options = tuple(o["value"] if isinstance(o, Mapping) else str(o) for o in config.get("options", ()))
+        return Param(spec.name, "enum", spec.required, options=options) if options else None
+    if kind == "state":
+        attribute = config.get("attribute")
+        source = _OPTION_LISTS.get(attribute, f"{attribute}_list") if attribute else _STATE_LISTS.get(entity.domain)
+        values = entity.attributes.get(source) if source else None
+        if not values:
+            return None
+        return Param(spec.name, "enum", spec.required, options=tuple(str(v) for v in values))
+    return None
+
+
+def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | None:
+    targets: dict[str, tuple[Param, ...]] = {}
+    for entity in entities:
+        if not service.targets(entity):
+            continue
+        params: list[Param] = []
+        usable = True
+        for spec in service.fields:
+            if spec.name in SKIPPED_FIELDS or not spec.applies_to(entity):
+                continue
+            param = _param(spec, entity)
+            if param is None:
+                usable = usable and not spec.required
+                continue
+            params.append(param)
+        if usable:
+            targets[entity.entity_id] = tuple(params)
+    if not targets:
+        return None
+    return Tool(
+        name=f"{service.domain}_{service.service}",
+        description=service.description.split("\n", 1)[0][:120],
+        domain=service.domain,
+        service=service.service,
+        targets=targets,
+    )
+
+
+def compile_tools(home: Home) -> tuple[Tool, ...]:
+    """Device-control tools for the exposed entities, plus the read-only state tool."""
+    entities = sorted(home.entities, key=lambda e: e.entity_id)
+    tools: list[Tool] = []
+    for service in sorted(home.services, key=lambda s: (s.domain, s.service)):
+        if service.domain not in CONTROL_DOMAINS or service.service in SKIPPED_SERVICES:
+            continue
+        if (tool := _service_tool(service, entities)) is not None:
+            tools.append(tool)
+    if entities:
+        tools.append(
+            Tool(
+                name=GET_STATE,
+                description="Current state of an entity",
+                targets={e.entity_id: () for e in entities},
+                read_only=True,
+            )
+        )
+    return tuple(tools)
+
+
+GET_STATE = "get_state"

@@ -1,0 +1,148 @@
+"""Formats and grammars, checked with llama.cpp's own grammar sampler.
+
+Property: every call the tools allow renders in each format, is accepted by the compiled
+grammar, and parses back to the same validated call. Calls the tools do not allow are
+refused by the grammar, and malformed or cut outputs are rejected by the parser with a
+reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+import pytest
+
+from custom_components.botpsy.core.formats import FORMATS, CallFormat, ToolCall, detect_format
+from custom_components.botpsy.core.grammar import compile_grammar, int_range
+from custom_components.botpsy.core.tools import Param, Tool, compile_tools
+from custom_components.botpsy.core.validate import validate_call
+from tests.grammar_check import GrammarChecker
+
+from .sample_home import sample_home
+
+TOOLS = compile_tools(sample_home())
+TOOLS_BY_NAME = {t.name: t for t in TOOLS}
+
+
+@pytest.fixture(scope="module")
+def checker(tiny_models: dict[str, Path]) -> GrammarChecker:
+    return GrammarChecker(tiny_models["qwen3"])
+
+
+GRAMMARS = {name: compile_grammar(TOOLS, fmt) for name, fmt in FORMATS.items()}
+
+
+def test_llama_cpp_parses_the_grammars(checker: GrammarChecker) -> None:
+    for grammar in GRAMMARS.values():
+        checker.check(grammar)
+
+
+def value_strategy(param: Param) -> st.SearchStrategy[Any]:
+    if param.type == "enum":
+        return st.sampled_from(param.options)
+    if param.type == "boolean":
+        return st.booleans()
+    if param.type == "integer":
+        return st.integers(int(param.minimum or 0), int(param.maximum if param.maximum is not None else 1000))
+    if param.type == "number":
+        low, high = int((param.minimum or 0) * 100), int((param.maximum or 100) * 100)
+        return st.integers(low, high).map(lambda n: n / 100)
+    if param.type == "rgb":
+        return st.lists(st.integers(0, 255), min_size=3, max_size=3)
+    return st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="<"), min_size=1, max_size=12)
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> ToolCall:
+    tool: Tool = draw(st.sampled_from(TOOLS))
+    entity_id = draw(st.sampled_from(sorted(tool.targets)))
+    arguments: dict[str, Any] = {"entity_id": entity_id}
+    for param in tool.targets[entity_id]:
+        if param.required or draw(st.booleans()):
+            arguments[param.name] = draw(value_strategy(param))
+    return ToolCall(tool.name, arguments)
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=calls())
+def test_allowed_calls_render_are_accepted_and_parse_back(
+    fmt: CallFormat, call: ToolCall, checker: GrammarChecker
+) -> None:
+    text = fmt.render(call)
+    assert checker.accepts(GRAMMARS[fmt.name], text), text
+    parsed = fmt.parse(text)
+    assert parsed.errors == [] and parsed.content == ""
+    assert len(parsed.calls) == 1
+    valid = validate_call(parsed.calls[0], TOOLS_BY_NAME)
+    assert valid.arguments == call.arguments
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+def test_two_calls_and_text_answers(fmt: CallFormat, checker: GrammarChecker) -> None:
+    first = ToolCall("light_turn_off", {"entity_id": "light.kitchen"})
+    second = ToolCall("switch_turn_on", {"entity_id": "switch.coffee"})
+    text = fmt.render(first) + "\n" + fmt.render(second)
+    assert checker.accepts(GRAMMARS[fmt.name], text)
+    assert fmt.parse(text).calls == [first, second]
+    assert checker.accepts(GRAMMARS[fmt.name], "The kitchen light is on.")
+    assert fmt.parse("The kitchen light is on.").content == "The kitchen light is on."
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        (ToolCall("light_dim", {"entity_id": "light.kitchen"}), "unknown function"),
+        (ToolCall("light_turn_on", {"entity_id": "light.garage"}), "unknown entity"),
+        (ToolCall("light_turn_on", {"entity_id": "switch.coffee"}), "entity of another domain"),
+        (ToolCall("light_turn_on", {"entity_id": "light.hallway", "brightness_pct": 50}), "non-dimmable light"),
+        (ToolCall("light_turn_on", {"entity_id": "light.desk", "brightness_pct": 101}), "out of range"),
+        (ToolCall("fan_set_preset_mode", {"entity_id": "fan.bedroom", "preset_mode": "turbo"}), "not an option"),
+        (ToolCall("fan_set_preset_mode", {"entity_id": "fan.attic", "preset_mode": "auto"}), "no presets"),
+        (ToolCall("fan_set_percentage", {"entity_id": "fan.attic"}), "required argument missing"),
+        (ToolCall("climate_set_hvac_mode", {"entity_id": "climate.living", "hvac_mode": "cool"}), "mode it lacks"),
+        (ToolCall("lock_unlock", {"entity_id": "lock.front_door", "code": "1234"}), "lock code"),
+    ],
+)
+def test_calls_the_tools_do_not_allow_are_refused(
+    fmt: CallFormat, call: ToolCall, why: str, checker: GrammarChecker
+) -> None:
+    assert not checker.accepts(GRAMMARS[fmt.name], fmt.render(call)), why
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "error"),
+    [
+        ("qwen_xml", "<tool_call>\n<function=light_turn_off>\n<parameter=entity_id>\nlight.kitchen\n", "unfinished"),
+        ("qwen_xml", "<tool_call>\nlight_turn_off\n</tool_call>", "malformed call"),
+        (
+            "hermes_json",
+            '<tool_call>\n{"name": "light_turn_off", "arguments": {"entity_id": \n</tool_call>',
+            "not valid JSON",
+        ),
+        ("hermes_json", '<tool_call>\n{"arguments": {}}\n</tool_call>', "no function name"),
+        ("gemma", "<start_function_call>call:light_turn_off{entity_id:<escape>light.kitchen", "unfinished"),
+    ],
+)
+def test_malformed_or_truncated_output_is_rejected_with_a_reason(fmt: str, text: str, error: str) -> None:
+    parsed = FORMATS[fmt].parse(text)
+    assert parsed.calls == []
+    assert any(error in e for e in parsed.errors), parsed.errors
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(low=st.integers(-300, 9000), span=st.integers(0, 9000), probe=st.integers(-400, 20000))
+def test_integer_ranges_are_exact(checker: GrammarChecker, low: int, span: int, probe: int) -> None:
+    grammar = f"root ::= {int_range(low, low + span)}"
+    assert checker.accepts(grammar, str(probe)) == (low <= probe <= low + span)
+
+
+def test_format_follows_the_chat_template(tiny_model: Path) -> None:
+    from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+
+    assert detect_format(read_gguf_metadata(tiny_model).chat_template).name == "qwen_xml"
+    assert detect_format("{{ '<tool_call>' }}{{ tool_call | tojson }}").name == "hermes_json"
+    assert detect_format("<start_function_call>").name == "gemma"

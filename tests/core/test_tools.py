@@ -1,0 +1,70 @@
+"""The tool compiler: targets and arguments per entity, stable output."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+import random
+
+from custom_components.botpsy.core.home import Home
+from custom_components.botpsy.core.tools import GET_STATE, compile_tools
+
+from .sample_home import sample_home
+
+
+def by_name(home: Home) -> dict[str, dict[str, dict[str, object]]]:
+    return {
+        tool.name: {
+            entity: {p.name: (p.type, p.options or (p.minimum, p.maximum)) for p in params}
+            for entity, params in tool.targets.items()
+        }
+        for tool in compile_tools(home)
+    }
+
+
+def test_tools_and_targets_follow_capabilities() -> None:
+    tools = by_name(sample_home())
+    assert list(tools) == [
+        "climate_set_hvac_mode", "climate_set_temperature", "fan_set_percentage", "fan_set_preset_mode",
+        "light_turn_off", "light_turn_on", "lock_lock", "lock_unlock", "media_player_select_source",
+        "media_player_volume_set", "switch_turn_off", "switch_turn_on", "todo_add_item", GET_STATE,
+    ]  # fmt: skip
+    light_on = tools["light_turn_on"]
+    # Per-light arguments: only what each light supports; no transition, no advanced fields.
+    assert light_on["light.hallway"] == {}
+    assert light_on["light.desk"] == {"brightness_pct": ("integer", (0, 100))}
+    assert light_on["light.kitchen"] == {
+        "rgb_color": ("rgb", (None, None)),
+        "color_temp_kelvin": ("integer", (2200, 6000)),
+        "brightness_pct": ("integer", (0, 100)),
+        "effect": ("enum", ("rainbow", "none")),
+    }
+    # A fan without presets is no target of the preset service.
+    assert list(tools["fan_set_preset_mode"]) == ["fan.bedroom"]
+    assert tools["fan_set_preset_mode"]["fan.bedroom"] == {"preset_mode": ("enum", ("auto", "sleep"))}
+    assert set(tools["fan_set_percentage"]) == {"fan.attic", "fan.bedroom"}
+    # Modes and sources come from the entity's own attributes.
+    assert tools["climate_set_hvac_mode"]["climate.living"] == {"hvac_mode": ("enum", ("off", "heat", "auto"))}
+    assert tools["media_player_select_source"]["media_player.tv"] == {"source": ("enum", ("HDMI 1", "Netflix"))}
+    assert tools["media_player_volume_set"]["media_player.tv"] == {"volume_level": ("number", (0, 1))}
+    # Lock codes are never offered to the model; sensors are only readable.
+    assert tools["lock_unlock"]["lock.front_door"] == {}
+    assert "sensor.outside_temperature" in tools[GET_STATE]
+    assert not any("sensor.outside_temperature" in targets for name, targets in tools.items() if name != GET_STATE)
+
+
+def test_output_is_stable_and_independent_of_states() -> None:
+    home = sample_home()
+    shuffled = list(home.entities)
+    random.Random(4).shuffle(shuffled)
+    changed = [replace(e, state="unavailable") for e in shuffled]
+    assert compile_tools(Home(tuple(changed), home.services[::-1])) == compile_tools(home)
+
+
+def test_json_schema() -> None:
+    tool = next(t for t in compile_tools(sample_home()) if t.name == "light_turn_on")
+    schema = tool.json_schema()["function"]
+    assert schema["name"] == "light_turn_on"
+    properties = schema["parameters"]["properties"]
+    assert properties["entity_id"] == {"type": "string", "enum": ["light.desk", "light.hallway", "light.kitchen"]}
+    assert properties["brightness_pct"] == {"type": "integer", "minimum": 0, "maximum": 100, "description": "%"}
+    assert schema["parameters"]["required"] == ["entity_id"]
