@@ -9,13 +9,21 @@ from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
 from homeassistant.exceptions import ConfigEntryError, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
+from homeassistant.helpers.typing import ConfigType
 
+from . import llm_api
 from .const import DOMAIN
 from .core.engine import Engine, EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
 
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 PLATFORMS = (Platform.CONVERSATION,)
+
+
+async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
+    """Offer BotPsy's compiled device-control tools as an LLM API, for any agent."""
+    llm_api.async_register(hass)
+    return True
 
 
 @dataclass(slots=True)

@@ -15,13 +15,17 @@ from homeassistant.config_entries import (
     ConfigSubentryFlow,
     SubentryFlowResult,
 )
-from homeassistant.const import CONF_NAME
-from homeassistant.core import callback
+from homeassistant.const import CONF_LLM_HASS_API, CONF_NAME
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers import llm
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.selector import (
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
+    SelectOptionDict,
+    SelectSelector,
+    SelectSelectorConfig,
     TemplateSelector,
     TextSelector,
     TextSelectorConfig,
@@ -36,6 +40,7 @@ from .const import (
     CONF_HF_REPO,
     CONF_MAX_HISTORY,
     CONF_MAX_TOKENS,
+    CONF_MAX_TOOL_ROUNDS,
     CONF_MODEL,
     CONF_MODEL_PATH,
     CONF_N_BATCH,
@@ -50,6 +55,7 @@ from .const import (
     DEFAULT_HF_REPO,
     DEFAULT_MAX_HISTORY,
     DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
     DEFAULT_TEMPERATURE,
@@ -279,12 +285,19 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(step_id="reconfigure", data_schema=schema, errors=errors)
 
 
-def _conversation_schema(options: Mapping[str, Any], new: bool) -> probatio.Schema:
+def _conversation_schema(hass: HomeAssistant, options: Mapping[str, Any], new: bool) -> probatio.Schema:
     fields: dict[Any, Any] = {}
     if new:
         fields[probatio.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = TextSelector()
+    apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
     fields.update(
         {
+            probatio.Optional(
+                CONF_LLM_HASS_API, default=list(options.get(CONF_LLM_HASS_API, [DOMAIN]))
+            ): SelectSelector(SelectSelectorConfig(options=apis, multiple=True)),
+            probatio.Optional(
+                CONF_MAX_TOOL_ROUNDS, default=options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
+            ): NumberSelector(NumberSelectorConfig(min=1, max=10, step=1, mode=NumberSelectorMode.BOX)),
             probatio.Optional(
                 CONF_PROMPT, description={"suggested_value": options.get(CONF_PROMPT)}
             ): TemplateSelector(),
@@ -309,18 +322,20 @@ class ConversationSubentryFlow(ConfigSubentryFlow):
         if user_input is not None:
             title = user_input.pop(CONF_NAME)
             return self.async_create_entry(title=title, data=_agent_options(user_input))
-        return self.async_show_form(step_id="user", data_schema=_conversation_schema({}, new=True))
+        return self.async_show_form(step_id="user", data_schema=_conversation_schema(self.hass, {}, new=True))
 
     async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
         subentry = self._get_reconfigure_subentry()
         if user_input is not None:
             return self.async_update_and_abort(self._get_entry(), subentry, data=_agent_options(user_input))
-        return self.async_show_form(step_id="reconfigure", data_schema=_conversation_schema(subentry.data, new=False))
+        return self.async_show_form(
+            step_id="reconfigure", data_schema=_conversation_schema(self.hass, subentry.data, new=False)
+        )
 
 
 def _agent_options(user_input: Mapping[str, Any]) -> dict[str, Any]:
     options = dict(user_input)
-    for key in (CONF_MAX_TOKENS, CONF_MAX_HISTORY):
+    for key in (CONF_MAX_TOKENS, CONF_MAX_HISTORY, CONF_MAX_TOOL_ROUNDS):
         if key in options:
             options[key] = int(options[key])
     return options

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from homeassistant.const import CONF_LLM_HASS_API
+
 DOMAIN: Final = "botpsy"
 LOGGER = logging.getLogger(__package__)
 
@@ -35,11 +37,15 @@ CONF_PROMPT: Final = "prompt"
 CONF_TEMPERATURE: Final = "temperature"
 CONF_MAX_TOKENS: Final = "max_tokens"
 CONF_MAX_HISTORY: Final = "max_history"
+CONF_MAX_TOOL_ROUNDS: Final = "max_tool_rounds"
 DEFAULT_CONVERSATION_NAME: Final = "BotPsy"
 DEFAULT_TEMPERATURE: Final = 0.2
 DEFAULT_MAX_TOKENS: Final = 256
 DEFAULT_MAX_HISTORY: Final = 10
+DEFAULT_MAX_TOOL_ROUNDS: Final = 3
 DEFAULT_CONVERSATION_OPTIONS: Final = {
+    CONF_LLM_HASS_API: [DOMAIN],
+    CONF_MAX_TOOL_ROUNDS: DEFAULT_MAX_TOOL_ROUNDS,
     CONF_TEMPERATURE: DEFAULT_TEMPERATURE,
     CONF_MAX_TOKENS: DEFAULT_MAX_TOKENS,
     CONF_MAX_HISTORY: DEFAULT_MAX_HISTORY,

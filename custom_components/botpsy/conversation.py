@@ -7,7 +7,7 @@ from typing import Literal
 from homeassistant.components import conversation
 from homeassistant.components.conversation.models import AbstractConversationAgent
 from homeassistant.config_entries import ConfigSubentry
-from homeassistant.const import MATCH_ALL
+from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -33,6 +33,8 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
 
     def __init__(self, entry: BotPsyConfigEntry, subentry: ConfigSubentry) -> None:
         super().__init__(entry, subentry)
+        if subentry.data.get(CONF_LLM_HASS_API):
+            self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
 
     async def async_added_to_hass(self) -> None:
         await super().async_added_to_hass()
@@ -54,11 +56,11 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
         try:
             await chat_log.async_provide_llm_data(
                 user_input.as_llm_context(DOMAIN),
-                None,
+                self.subentry.data.get(CONF_LLM_HASS_API) or None,
                 self.subentry.data.get(CONF_PROMPT),
                 user_input.extra_system_prompt,
             )
         except conversation.ConverseError as err:
             return err.as_conversation_result()
-        await self._async_handle_chat_log(chat_log)
+        await self._async_handle_chat_log(chat_log, user_input.text)
         return conversation.async_get_result_from_chat_log(user_input, chat_log)

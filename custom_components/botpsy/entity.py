@@ -1,33 +1,47 @@
-"""Base entity of BotPsy's agents: chat log in, model reply streamed back.
+"""Base entity of BotPsy's agents: the request path from chat log to executed calls and reply.
 
-The request path lives here: chat log -> messages -> prompt (the model's own chat
-template) -> engine generation -> deltas into the chat log, which HA streams to the user.
+utterance -> shortlist of entities -> prompt (the model's chat template, tools in it) ->
+generation under a grammar compiled from the shortlisted tools -> parse calls -> the
+ChatLog runs them through the LLM API (validation, HA's checks, execution) -> reply that
+says what changed, built from the results, or the model's own text answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field, replace
+import json
 from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.json import json_dumps
+import probatio
 
 from . import BotPsyConfigEntry
 from .const import (
     CONF_MAX_HISTORY,
     CONF_MAX_TOKENS,
+    CONF_MAX_TOOL_ROUNDS,
     CONF_TEMPERATURE,
     DEFAULT_MAX_HISTORY,
     DEFAULT_MAX_TOKENS,
+    DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_TEMPERATURE,
     DOMAIN,
     LOGGER,
 )
-from .core.engine import EngineError, Finished, GenerateRequest, TextDelta
+from .core.engine import Engine, EngineError, Finished, GenerateRequest, TextDelta, ToolCallDelta
+from .core.formats import CallFormat, ParsedOutput, ToolCall, detect_format
+from .core.grammar import compile_grammar
+from .core.home import Home
+from .core.reply import describe
+from .core.shortlist import restrict, shortlist
+from .core.tools import Tool
+from .llm_api import CompiledTool
 
 
 def chat_messages(chat_log: conversation.ChatLog, max_history: int) -> list[dict[str, Any]]:
@@ -38,7 +52,13 @@ def chat_messages(chat_log: conversation.ChatLog, max_history: int) -> list[dict
             payload = {"data": content.result.data, "error": content.result.error}
             messages.append({"role": "tool", "content": json_dumps(payload)})
         elif isinstance(content, conversation.AssistantContent):
-            messages.append({"role": "assistant", "content": content.content or ""})
+            message: dict[str, Any] = {"role": "assistant", "content": content.content or ""}
+            if content.tool_calls:
+                message["tool_calls"] = [
+                    {"type": "function", "function": {"name": c.tool_name, "arguments": c.tool_args}}
+                    for c in content.tool_calls
+                ]
+            messages.append(message)
         else:
             messages.append({"role": content.role, "content": content.content})
     user_turns = [i for i, m in enumerate(messages) if m["role"] == "user"]
@@ -47,6 +67,43 @@ def chat_messages(chat_log: conversation.ChatLog, max_history: int) -> list[dict
         system = [m for m in messages[:1] if m["role"] == "system"]
         messages = system + messages[first_kept:]
     return messages
+
+
+@dataclass(slots=True)
+class Toolbox:
+    """The tools of one request: BotPsy's compiled ones and any others (HA's Assist API)."""
+
+    compiled: list[Tool] = field(default_factory=list)
+    others: list[llm.Tool] = field(default_factory=list)
+    home: Home = field(default_factory=lambda: Home((), ()))
+
+    @classmethod
+    def from_api(cls, api: llm.APIInstance | None) -> Toolbox:
+        box = cls()
+        for tool in api.tools if api else []:
+            inner = tool.tool if isinstance(tool, llm.NamespacedTool) else tool
+            if isinstance(inner, CompiledTool):
+                box.compiled.append(replace(inner.compiled, name=tool.name))
+                box.home = inner.home
+            else:
+                box.others.append(tool)
+        return box
+
+    def for_request(self, entity_ids: Sequence[str]) -> list[Tool]:
+        """Compiled tools restricted to the shortlisted entities (tools without targets stay)."""
+        return [*restrict(self.compiled, entity_ids), *(t for t in self.compiled if not t.targets)]
+
+    def schemas(self, tools: Sequence[Tool], custom_serializer: Any) -> list[dict[str, Any]]:
+        result = [t.json_schema() for t in tools]
+        for tool in self.others:
+            parameters = probatio.to_openapi(tool.parameters, custom_serializer=custom_serializer)
+            function = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
+            result.append({"type": "function", "function": function})
+        return result
+
+
+def _is_read_only(tools: Sequence[Tool], name: str) -> bool:
+    return any(t.name == name and t.read_only for t in tools)
 
 
 class BotPsyLLMEntity(Entity):
@@ -68,39 +125,108 @@ class BotPsyLLMEntity(Entity):
             entry_type=dr.DeviceEntryType.SERVICE,
         )
 
-    def _request(self, messages: list[dict[str, Any]]) -> GenerateRequest:
+    @property
+    def _engine(self) -> Engine:
+        return self.entry.runtime_data.engine
+
+    def _request(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], grammar: str | None
+    ) -> GenerateRequest:
         options = self.subentry.data
         decoding: dict[str, Any] = {
             "max_tokens": int(options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)),
             "temperature": float(options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)),
         }
-        engine = self.entry.runtime_data.engine
-        if engine.chat_template is None:
-            return GenerateRequest(messages=messages, **decoding)
-        prompt = engine.chat_template.render(messages, add_generation_prompt=True)
-        info = engine.model_info
+        template = self._engine.chat_template
+        if template is None:
+            return GenerateRequest(messages=messages, tools=schemas or None, **decoding)
+        prompt = template.render(messages, tools=schemas or None)
+        info = self._engine.model_info
         stop = (info.eos_token,) if info and info.eos_token else ()
-        return GenerateRequest(prompt=prompt, stop=stop, **decoding)
+        return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
 
-    async def _async_handle_chat_log(self, chat_log: conversation.ChatLog) -> None:
-        """Generate the reply to the chat log's last turn, streaming it into the log."""
-        max_history = int(self.subentry.data.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY))
-        try:
-            request = self._request(chat_messages(chat_log, max_history))
-        except EngineError as err:
-            raise HomeAssistantError(
-                translation_domain=DOMAIN, translation_key="prompt_failed", translation_placeholders={"error": str(err)}
-            ) from err
-        async for _content in chat_log.async_add_delta_content_stream(self.entity_id, self._stream(request)):
+    async def _async_handle_chat_log(self, chat_log: conversation.ChatLog, utterance: str) -> None:
+        """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
+        options = self.subentry.data
+        max_history = int(options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY))
+        rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
+        toolbox = Toolbox.from_api(chat_log.llm_api)
+        template = self._engine.chat_template
+        fmt = detect_format(template.source if template else None)
+        entity_ids = list(shortlist(toolbox.home.entities, utterance))
+        results: list[dict[str, Any]] = []
+        for round_number in range(rounds + 1):
+            tools = toolbox.for_request(entity_ids) if round_number < rounds else []
+            constrained = self._engine.supports_grammar and template is not None and not toolbox.others
+            grammar = compile_grammar(tuple(tools), fmt) if constrained and tools else None
+            serializer = chat_log.llm_api.custom_serializer if chat_log.llm_api else None
+            schemas = toolbox.schemas(tools, serializer) if round_number < rounds else []
+            try:
+                request = self._request(chat_messages(chat_log, max_history), schemas, grammar)
+            except EngineError as err:
+                raise HomeAssistantError(
+                    translation_domain=DOMAIN,
+                    translation_key="prompt_failed",
+                    translation_placeholders={"error": str(err)},
+                ) from err
+            turn = _Turn(fmt)
+            async for content in chat_log.async_add_delta_content_stream(
+                self.entity_id, turn.stream(self._engine, request)
+            ):
+                if isinstance(content, conversation.ToolResultContent):
+                    data: dict[str, Any] = dict(content.result.data or {})
+                    results.append({**data, "name": content.tool_name})
+                    # What the search found can be acted on in the next round.
+                    entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
+            if not turn.calls:
+                if turn.parsed is not None and turn.parsed.errors and not turn.parsed.content:
+                    await self._async_say(chat_log, "Sorry, I could not make sense of the model's answer.")
+                return
+            new = results[-len(turn.calls) :]
+            actions = [r for r in new if not _is_read_only(tools, r.get("name", ""))]
+            if actions and not any(r.get("error") for r in new):
+                await self._async_say(chat_log, describe(actions))
+                return
+        actions = [r for r in results if not _is_read_only(toolbox.compiled, r.get("name", ""))]
+        if actions:
+            await self._async_say(chat_log, describe(actions))
+
+    async def _async_say(self, chat_log: conversation.ChatLog, text: str) -> None:
+        async def reply() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
+            yield {"role": "assistant", "content": text}
+
+        async for _content in chat_log.async_add_delta_content_stream(self.entity_id, reply()):
             pass
 
-    async def _stream(self, request: GenerateRequest) -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
-        engine = self.entry.runtime_data.engine
+
+class _Turn:
+    """One generation: streams plain text as it comes, holds back and parses calls."""
+
+    def __init__(self, fmt: CallFormat) -> None:
+        self.fmt = fmt
+        self.parsed: ParsedOutput | None = None
+        self.calls: list[llm.ToolInput] = []
+
+    async def stream(
+        self, engine: Engine, request: GenerateRequest
+    ) -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
         yield {"role": "assistant"}
+        text = ""
+        sent = 0
+        server_calls: list[ToolCall] = []
+        start = self.fmt.call_start
         try:
             async for event in engine.generate(request):
                 if isinstance(event, TextDelta):
-                    yield {"content": event.text}
+                    text += event.text
+                    # Stream what cannot be (the start of) a call.
+                    cut = text.find(start)
+                    limit = cut if cut >= 0 else _safe(text, start)
+                    if limit > sent:
+                        yield {"content": text[sent:limit]}
+                        sent = limit
+                elif isinstance(event, ToolCallDelta):
+                    server_calls.append(ToolCall(event.name, _arguments(event.arguments)))
                 elif isinstance(event, Finished):
                     LOGGER.debug("Generation finished (%s): %s", event.reason, event.timings.as_dict())
         except EngineError as err:
@@ -108,3 +234,28 @@ class BotPsyLLMEntity(Entity):
             raise HomeAssistantError(
                 translation_domain=DOMAIN, translation_key="engine_error", translation_placeholders={"error": str(err)}
             ) from err
+        self.parsed = self.fmt.parse(text)
+        if self.parsed.errors:
+            LOGGER.debug("Unusable calls in model output: %s", self.parsed.errors)
+        if text.find(start) < 0 and sent < len(text):
+            yield {"content": text[sent:]}
+        calls = self.parsed.calls + server_calls
+        if calls:
+            self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]
+            yield {"tool_calls": self.calls}
+
+
+def _safe(text: str, marker: str) -> int:
+    """Length of `text` that cannot be the beginning of `marker`."""
+    for start in range(max(0, len(text) - len(marker) + 1), len(text)):
+        if marker.startswith(text[start:]):
+            return start
+    return len(text)
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_unparsed": raw}
+    return value if isinstance(value, dict) else {"_unparsed": raw}

@@ -57,9 +57,12 @@ def value_strategy(param: Param) -> st.SearchStrategy[Any]:
 @st.composite
 def calls(draw: st.DrawFn) -> ToolCall:
     tool: Tool = draw(st.sampled_from(TOOLS))
-    entity_id = draw(st.sampled_from(sorted(tool.targets)))
-    arguments: dict[str, Any] = {"entity_id": entity_id}
-    for param in tool.targets[entity_id]:
+    arguments: dict[str, Any] = {}
+    params = tool.arguments
+    if tool.targets:
+        arguments["entity_id"] = draw(st.sampled_from(sorted(tool.targets)))
+        params = tool.targets[arguments["entity_id"]]
+    for param in params:
         if param.required or draw(st.booleans()):
             arguments[param.name] = draw(value_strategy(param))
     return ToolCall(tool.name, arguments)

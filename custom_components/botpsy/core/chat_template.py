@@ -63,6 +63,7 @@ class ChatTemplate:
             self._template = env.from_string(source)
         except TemplateError as err:
             raise ChatTemplateError(f"The model's chat template is invalid: {err}") from err
+        self.source = source
         self._bos = bos_token
         self._eos = eos_token
 

@@ -112,15 +112,19 @@ def compile_grammar(tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: boo
         groups: dict[tuple[Param, ...], list[str]] = {}
         for entity_id, params in tool.targets.items():
             groups.setdefault(params, []).append(entity_id)
+        if not tool.targets:
+            groups[tool.arguments] = []
         alternatives = []
         for index, (params, entity_ids) in enumerate(groups.items()):
-            target = f"{base}-t{index}"
-            rules[target] = " | ".join(fmt.grammar_string(e) for e in entity_ids)
-            arguments = [fmt.grammar_argument("entity_id", target, first=True)]
+            arguments = []
+            if entity_ids:
+                target = f"{base}-t{index}"
+                rules[target] = " | ".join(fmt.grammar_string(e) for e in entity_ids)
+                arguments.append(fmt.grammar_argument("entity_id", target, first=True))
             for param in params:
                 value = f"{base}-{_rule_name(param.name)}-v{index}"
                 rules[value] = _value(fmt, param)
-                argument = fmt.grammar_argument(param.name, value, first=False)
+                argument = fmt.grammar_argument(param.name, value, first=not arguments)
                 arguments.append(argument if param.required else f"( {argument} )?")
             alternatives.append(fmt.grammar_call(tool.name, arguments))
         rules[base] = " | ".join(f"( {a} )" for a in alternatives)

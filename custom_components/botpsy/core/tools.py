@@ -84,12 +84,16 @@ class Tool:
     description: str
     domain: str = ""
     service: str = ""
-    # Target entity id -> its arguments (besides the target). Empty for tools without targets.
+    # Target entity id -> its arguments (besides the target).
     targets: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
+    # The arguments of a tool without targets (the search tool).
+    arguments: tuple[Param, ...] = ()
     read_only: bool = False
 
     def params(self) -> tuple[Param, ...]:
         """Arguments over all targets (enums merged), for the JSON schema."""
+        if not self.targets:
+            return self.arguments
         merged: dict[str, Param] = {}
         for params in self.targets.values():
             for param in params:
@@ -105,8 +109,11 @@ class Tool:
 
     def json_schema(self) -> dict[str, Any]:
         """OpenAI-style function schema."""
-        properties: dict[str, Any] = {"entity_id": {"type": "string", "enum": list(self.targets)}}
-        required = ["entity_id"]
+        properties: dict[str, Any] = {}
+        required = []
+        if self.targets:
+            properties["entity_id"] = {"type": "string", "enum": list(self.targets)}
+            required.append("entity_id")
         for param in self.params():
             properties[param.name] = param.json_schema()
             if param.required:
@@ -121,6 +128,13 @@ class Tool:
         }
 
 
+def _bound(value: Any) -> float | None:
+    """Selector bounds come as floats (100.0); whole numbers read better as ints."""
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else float(value)
+
+
 def _param(spec: FieldSpec, entity: Entity) -> Param | None:
     """The argument `spec` gives for `entity`, or None if it cannot be offered."""
     kind, config = next(iter(spec.selector.items()), ("", None))
@@ -132,8 +146,8 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
             spec.name,
             "integer" if integral else "number",
             spec.required,
-            config.get("min"),
-            config.get("max"),
+            _bound(config.get("min")),
+            _bound(config.get("max")),
             unit=config.get("unit_of_measurement"),
         )
     if kind == "boolean":
@@ -146,7 +160,7 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
         kelvin = config.get("unit") == "kelvin"
         low = entity.attributes.get("min_color_temp_kelvin", config.get("min")) if kelvin else config.get("min")
         high = entity.attributes.get("max_color_temp_kelvin", config.get("max")) if kelvin else config.get("max")
-        return Param(spec.name, "integer", spec.required, low, high, unit="K" if kelvin else "mired")
+        return Param(spec.name, "integer", spec.required, _bound(low), _bound(high), unit="K" if kelvin else "mired")
     if kind == "select":
         options = tuple(o["value"] if isinstance(o, Mapping) else str(o) for o in config.get("options", ()))
         return Param(spec.name, "enum", spec.required, options=options) if options else None
@@ -189,7 +203,7 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
 
 
 def compile_tools(home: Home) -> tuple[Tool, ...]:
-    """Device-control tools for the exposed entities, plus the read-only state tool."""
+    """Device-control tools for the exposed entities, plus the read-only state and search tools."""
     entities = sorted(home.entities, key=lambda e: e.entity_id)
     tools: list[Tool] = []
     for service in sorted(home.services, key=lambda s: (s.domain, s.service)):
@@ -206,7 +220,16 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
                 read_only=True,
             )
         )
+        tools.append(
+            Tool(
+                name=FIND_ENTITIES,
+                description="Find devices by name, area or kind when the one you need is not listed",
+                arguments=(Param("query", "string", required=True),),
+                read_only=True,
+            )
+        )
     return tuple(tools)
 
 
 GET_STATE = "get_state"
+FIND_ENTITIES = "find_entities"

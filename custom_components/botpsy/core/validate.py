@@ -31,7 +31,7 @@ class ValidCall:
 
     @property
     def arguments(self) -> dict[str, Any]:
-        return {"entity_id": self.entity_id, **self.data}
+        return {"entity_id": self.entity_id, **self.data} if self.entity_id else dict(self.data)
 
 
 def _number(param: Param, raw: Any) -> float | int:
@@ -91,12 +91,14 @@ def validate_call(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall:
     if tool is None:
         raise CallRejectedError(f"there is no function {call.name!r}")
     arguments = dict(call.arguments)
-    entity_id = arguments.pop("entity_id", None)
-    if not isinstance(entity_id, str) or not entity_id:
-        raise CallRejectedError(f"{tool.name} needs an entity_id")
-    if entity_id not in tool.targets:
-        raise CallRejectedError(f"{entity_id} cannot be used with {tool.name}")
-    params = {p.name: p for p in tool.targets[entity_id]}
+    entity_id = ""
+    if tool.targets:
+        entity_id = arguments.pop("entity_id", None)
+        if not isinstance(entity_id, str) or not entity_id:
+            raise CallRejectedError(f"{tool.name} needs an entity_id")
+        if entity_id not in tool.targets:
+            raise CallRejectedError(f"{entity_id} cannot be used with {tool.name}")
+    params = {p.name: p for p in (tool.targets[entity_id] if tool.targets else tool.arguments)}
     for name in arguments:
         if name not in params:
             raise CallRejectedError(f"{tool.name} takes no argument {name!r} for {entity_id}")

@@ -1,0 +1,135 @@
+"""Run a validated call through Home Assistant, as the requesting user, and report what changed.
+
+After the core's checks (known function, target, typed and ranged values) a call must
+still pass HA's: the entity exists and is exposed to agents, the user may control it, and
+the service's own schema accepts the data. Only then does the service run, awaited; the
+result lists each changed entity (old -> new state and changed attributes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from homeassistant.auth.permissions.const import POLICY_CONTROL
+from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
+from homeassistant.components.homeassistant.exposed_entities import async_should_expose
+from homeassistant.core import Context, Event, EventStateChangedData, HomeAssistant, State, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers.event import async_track_state_change_event
+import probatio
+
+from .core.tools import GET_STATE
+from .core.validate import CallRejectedError, ValidCall
+
+# How long to wait for a device to report its new state after the service returned.
+STATE_SETTLE_SECONDS = 1.0
+# Attributes worth reporting when they change (and readable through get_state).
+REPORTED_ATTRIBUTES = (
+    "brightness", "color_temp_kelvin", "rgb_color", "effect", "percentage", "preset_mode", "current_position",
+    "temperature", "target_temp_high", "target_temp_low", "hvac_mode", "fan_mode", "current_temperature",
+    "volume_level", "is_volume_muted", "source", "media_title", "unit_of_measurement",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class StateChange:
+    entity_id: str
+    name: str
+    old_state: str | None
+    new_state: str | None
+    attributes: dict[str, list[Any]] = field(default_factory=dict)  # name -> [old, new]
+
+
+@dataclass(slots=True)
+class CallResult:
+    """What happened to one call: the data of its tool result."""
+
+    name: str
+    arguments: dict[str, Any]
+    executed: bool
+    error: str | None = None
+    changes: list[StateChange] = field(default_factory=list)
+    state: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in (None, [])}
+
+
+def _reported(state: State) -> dict[str, Any]:
+    return {k: state.attributes[k] for k in REPORTED_ATTRIBUTES if k in state.attributes}
+
+
+def _change(old: State, new: State | None) -> StateChange | None:
+    before, after = _reported(old), _reported(new) if new else {}
+    attributes = {
+        k: [before.get(k), after.get(k)] for k in sorted(before.keys() | after.keys()) if before.get(k) != after.get(k)
+    }
+    if new is not None and old.state == new.state and not attributes:
+        return None
+    return StateChange(old.entity_id, old.name, old.state, new.state if new else None, attributes)
+
+
+async def async_check(hass: HomeAssistant, call: ValidCall, context: Context) -> None:
+    """HA's checks; CallRejectedError says which failed."""
+    entity_id = call.entity_id
+    if hass.states.get(entity_id) is None:
+        raise CallRejectedError(f"{entity_id} no longer exists")
+    if not async_should_expose(hass, CONVERSATION_DOMAIN, entity_id):
+        raise CallRejectedError(f"{entity_id} is not exposed to voice assistants")
+    if call.tool.read_only:
+        return
+    if context.user_id is not None:
+        user = await hass.auth.async_get_user(context.user_id)
+        if user is None or not user.permissions.check_entity(entity_id, POLICY_CONTROL):
+            raise CallRejectedError(f"the user is not allowed to control {entity_id}")
+    service = hass.services.async_services_for_domain(call.tool.domain).get(call.tool.service)
+    if service is None:
+        raise CallRejectedError(f"the service {call.tool.domain}.{call.tool.service} is not available")
+    if service.schema is not None:
+        try:
+            service.schema(call.arguments)
+        except probatio.Invalid as err:
+            raise CallRejectedError(f"{call.tool.domain}.{call.tool.service} refused the data: {err}") from err
+
+
+async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> CallResult:
+    """Check and run `call`; the result says what changed, or why nothing ran."""
+    result = CallResult(call.tool.name, call.arguments, executed=False)
+    try:
+        await async_check(hass, call, context)
+    except CallRejectedError as err:
+        result.error = str(err)
+        return result
+    before = hass.states.get(call.entity_id)
+    assert before is not None
+    if call.tool.name == GET_STATE:
+        result.executed = True
+        result.state = {"name": before.name, "state": before.state, **_reported(before)}
+        return result
+    changed = asyncio.Event()
+
+    @callback
+    def state_changed(_event: Event[EventStateChangedData]) -> None:
+        changed.set()
+
+    unsubscribe = async_track_state_change_event(hass, [call.entity_id], state_changed)
+    try:
+        await hass.services.async_call(
+            call.tool.domain, call.tool.service, call.arguments, blocking=True, context=context
+        )
+        # Many devices report their new state a moment after the service returns.
+        if not changed.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), STATE_SETTLE_SECONDS)
+    except (HomeAssistantError, probatio.Invalid, ValueError) as err:
+        result.error = f"{call.tool.domain}.{call.tool.service} failed: {err}"
+        return result
+    finally:
+        unsubscribe()
+    result.executed = True
+    if (change := _change(before, hass.states.get(call.entity_id))) is not None:
+        result.changes.append(change)
+    return result

@@ -1,0 +1,98 @@
+"""Pick the entities a request can be about, so prompt and grammar stay small in big homes.
+
+Scores names and aliases (fuzzy, so "kitchen lamp" finds "Kitchen light"), areas and
+floors, domain words ("lights", "thermostat") and device classes; recently used entities
+get a small bonus. Entities left out stay reachable through the `find_entities` tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from difflib import SequenceMatcher
+import re
+
+from .home import Entity
+from .tools import Tool
+
+DEFAULT_LIMIT = 24
+_WORD = re.compile(r"[\w']+")
+# Words that point at a domain (English; other languages still match names and areas).
+DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
+    "light": ("light", "lights", "lamp", "lamps", "bulb", "dim", "brightness", "bright"),
+    "switch": ("switch", "plug", "socket", "outlet"),
+    "fan": ("fan", "fans", "ventilator"),
+    "cover": ("blind", "blinds", "shade", "shades", "curtain", "curtains", "cover", "shutter", "shutters", "garage"),
+    "valve": ("valve", "water", "tap"),
+    "lock": ("lock", "unlock", "door", "locked"),
+    "climate": ("thermostat", "heating", "heat", "temperature", "ac", "cooling", "warmer", "colder", "hvac"),
+    "media_player": ("tv", "music", "speaker", "volume", "play", "pause", "song", "radio", "television"),
+    "vacuum": ("vacuum", "robot", "clean", "cleaning"),
+    "scene": ("scene", "mood"),
+    "script": ("script", "routine"),
+    "todo": ("list", "todo", "shopping", "add"),
+    "sensor": ("temperature", "humidity", "sensor", "power", "energy"),
+    "alarm_control_panel": ("alarm", "arm", "disarm"),
+}
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _similar(a: str, b: str) -> bool:
+    return a == b or (len(a) > 3 and len(b) > 3 and SequenceMatcher(None, a, b).ratio() >= 0.8)
+
+
+def _overlap(query: Sequence[str], phrase: str) -> float:
+    """Share of the phrase's words found (fuzzily) in the query."""
+    target = words(phrase)
+    if not target:
+        return 0.0
+    return sum(any(_similar(q, t) for q in query) for t in target) / len(target)
+
+
+def score(entity: Entity, query: Sequence[str]) -> float:
+    names = [entity.name, *entity.aliases]
+    result = 3 * max(_overlap(query, n) for n in names)
+    for place in (entity.area, entity.floor):
+        if place and _overlap(query, place) == 1.0:
+            result += 2
+    if any(w in query for w in DOMAIN_WORDS.get(entity.domain, ())):
+        result += 1.5
+    if entity.device_class and entity.device_class.replace("_", " ") in " ".join(query):
+        result += 1
+    return result
+
+
+def shortlist(
+    entities: Sequence[Entity], utterance: str, *, limit: int = DEFAULT_LIMIT, recent: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """Ids of the entities `utterance` most likely concerns (all of them in small homes)."""
+    if len(entities) <= limit:
+        return tuple(e.entity_id for e in entities)
+    query = words(utterance)
+    recent_ids = set(recent)
+    scored = [(score(e, query) + (0.5 if e.entity_id in recent_ids else 0), e.entity_id) for e in entities]
+    ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
+    return tuple(sorted(entity_id for _score, entity_id in ranked[:limit]))
+
+
+def restrict(tools: Iterable[Tool], entity_ids: Iterable[str]) -> tuple[Tool, ...]:
+    """The tools with only the given targets; tools left without targets are dropped."""
+    keep = set(entity_ids)
+    result = []
+    for tool in tools:
+        targets = {e: p for e, p in tool.targets.items() if e in keep}
+        if targets:
+            result.append(replace(tool, targets=targets))
+    return tuple(result)
+
+
+def find_entities(entities: Sequence[Entity], query: str, *, limit: int = 8) -> list[dict[str, str | None]]:
+    """The search behind the `find_entities` tool: best matches with name, area and state."""
+    tokens = words(query)
+    ranked = sorted(((score(e, tokens), e) for e in entities), key=lambda s: (-s[0], s[1].entity_id))
+    return [
+        {"entity_id": e.entity_id, "name": e.name, "area": e.area, "state": e.state} for s, e in ranked[:limit] if s > 0
+    ]

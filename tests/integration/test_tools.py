@@ -1,0 +1,159 @@
+"""Compiled tools on a realistic home of real HA entities: snapshots, calls that change state,
+and calls that must change nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.auth.models import User
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import llm
+from homeassistant.setup import async_setup_component
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from custom_components.botpsy.core.formats import FORMATS
+from custom_components.botpsy.core.grammar import compile_grammar
+from custom_components.botpsy.core.tools import compile_tools
+from custom_components.botpsy.home_snapshot import async_snapshot_home
+from custom_components.botpsy.llm_api import BOTPSY_API_ID
+
+from .demo_home import async_setup_demo_home
+
+
+@pytest.fixture
+async def home(hass: HomeAssistant) -> None:
+    await async_setup_demo_home(hass)
+    assert await async_setup_component(hass, "botpsy", {})
+
+
+async def call(
+    hass: HomeAssistant, name: str, arguments: dict[str, Any], context: Context | None = None
+) -> llm.ToolResult:
+    llm_context = llm.LLMContext("test", context or Context(), "en", "conversation", None)
+    api = await llm.async_get_api(hass, BOTPSY_API_ID, llm_context)
+    return await api.async_call_tool(llm.ToolInput(name, arguments))
+
+
+async def test_home_is_realistic(hass: HomeAssistant, home: None) -> None:
+    snapshot_home = await async_snapshot_home(hass)
+    domains = {e.domain for e in snapshot_home.entities}
+    assert len(snapshot_home.entities) >= 40
+    assert {"light", "switch", "fan", "cover", "valve", "lock", "climate", "media_player", "vacuum", "scene",
+            "script", "todo", "sensor"} <= domains  # fmt: skip
+
+
+async def test_compiled_schemas_and_grammar_snapshot(
+    hass: HomeAssistant, home: None, snapshot: SnapshotAssertion
+) -> None:
+    tools = compile_tools(await async_snapshot_home(hass))
+    assert [t.json_schema() for t in tools] == snapshot(name="schemas")
+    assert compile_grammar(tools, FORMATS["qwen_xml"]) == snapshot(name="grammar_qwen_xml")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "entity_id", "expected"),
+    [
+        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 30}, "light.bed_light", ("on", "brightness", 76)),
+        ("light_turn_off", {"entity_id": "light.kitchen_lights"}, "light.kitchen_lights", ("off", None, None)),
+        ("cover_open_cover", {"entity_id": "cover.garage_door"}, "cover.garage_door", ("open", None, None)),
+        ("climate_set_hvac_mode", {"entity_id": "climate.hvac", "hvac_mode": "heat"}, "climate.hvac", ("heat", None, None)),
+        ("fan_set_percentage", {"entity_id": "fan.living_room_fan", "percentage": "40"}, "fan.living_room_fan",
+         ("on", "percentage", 40)),
+        ("lock_unlock", {"entity_id": "lock.front_door"}, "lock.front_door", ("unlocked", None, None)),
+        ("media_player_volume_set", {"entity_id": "media_player.living_room", "volume_level": 0.25},
+         "media_player.living_room", (None, "volume_level", 0.25)),
+        ("scene_turn_on", {"entity_id": "scene.movie_night"}, "light.ceiling_lights", ("off", None, None)),
+        ("vacuum_start", {"entity_id": "vacuum.demo_vacuum_0_ground_floor"}, "vacuum.demo_vacuum_0_ground_floor",
+         ("cleaning", None, None)),
+    ],
+)  # fmt: skip
+async def test_calls_change_real_states(
+    hass: HomeAssistant, home: None, name: str, arguments: dict[str, Any], entity_id: str, expected: tuple[Any, ...]
+) -> None:
+    state, attribute, value = expected
+    result = await call(hass, name, arguments)
+    await hass.async_block_till_done()
+    assert not result.error, result.data
+    assert result.data["executed"] is True
+    after = hass.states.get(entity_id)
+    assert after is not None
+    if state is not None:
+        assert after.state == state
+    if attribute is not None:
+        assert after.attributes[attribute] == value
+    if name != "scene_turn_on":
+        change = result.data["changes"][0]
+        assert change["entity_id"] == entity_id
+        assert change["new_state"] == after.state
+
+
+async def test_todo_item_is_added(hass: HomeAssistant, home: None) -> None:
+    result = await call(hass, "todo_add_item", {"entity_id": "todo.shopping_list", "item": "oat milk"})
+    assert not result.error, result.data
+    items = await hass.services.async_call(
+        "todo", "get_items", target={"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
+    )
+    assert [i["summary"] for i in items["todo.shopping_list"]["items"]] == ["oat milk"]  # type: ignore[index]
+
+
+async def test_get_state_reads_without_acting(hass: HomeAssistant, home: None) -> None:
+    result = await call(hass, "get_state", {"entity_id": "sensor.outside_temperature"})
+    assert result.data["state"]["state"] == hass.states.get("sensor.outside_temperature").state  # type: ignore[union-attr]
+
+
+async def test_find_entities_reaches_beyond_the_shortlist(hass: HomeAssistant, home: None) -> None:
+    result = await call(hass, "find_entities", {"query": "kitchen window"})
+    assert result.data["entities"][0]["entity_id"] == "cover.kitchen_window"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "error"),
+    [
+        ("light_turn_on", {"entity_id": "light.garage"}, "cannot be used"),
+        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 150}, "between 0 and 100"),
+        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": "bright"}, "must be a number"),
+        ("fan_set_preset_mode", {"entity_id": "fan.preset_only_limited_fan", "preset_mode": "turbo"}, "must be one of"),
+        ("light_turn_on", {"entity_id": "light.bed_light", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000},
+         "refused the data"),
+    ],
+)  # fmt: skip
+async def test_rejected_calls_change_nothing(
+    hass: HomeAssistant, home: None, name: str, arguments: dict[str, Any], error: str
+) -> None:
+    before = {s.entity_id: (s.state, dict(s.attributes)) for s in hass.states.async_all()}
+    result = await call(hass, name, arguments)
+    await hass.async_block_till_done()
+    assert result.error
+    assert error in result.data["error"]
+    assert result.data["executed"] is False
+    assert {s.entity_id: (s.state, dict(s.attributes)) for s in hass.states.async_all()} == before
+
+
+async def test_unknown_function_is_refused(hass: HomeAssistant, home: None) -> None:
+    with pytest.raises(HomeAssistantError, match='Tool "light_dim" not found'):
+        await call(hass, "light_dim", {"entity_id": "light.bed_light"})
+
+
+async def test_unexposed_or_removed_entity_is_refused(hass: HomeAssistant, home: None) -> None:
+    llm_context = llm.LLMContext("test", Context(), "en", "conversation", None)
+    api = await llm.async_get_api(hass, BOTPSY_API_ID, llm_context)  # compiled while both are exposed
+    async_expose_entity(hass, "conversation", "light.ceiling_lights", False)
+    result = await api.async_call_tool(llm.ToolInput("light_turn_off", {"entity_id": "light.ceiling_lights"}))
+    assert result.error and "not exposed" in result.data["error"]
+    assert hass.states.get("light.ceiling_lights").state == "on"  # type: ignore[union-attr]
+    hass.states.async_remove("light.kitchen_lights")
+    result = await api.async_call_tool(llm.ToolInput("light_turn_off", {"entity_id": "light.kitchen_lights"}))
+    assert result.error and "no longer exists" in result.data["error"]
+
+
+async def test_user_without_permission_is_refused(hass: HomeAssistant, home: None, hass_read_only_user: User) -> None:
+    context = Context(user_id=hass_read_only_user.id)
+    before = hass.states.get("light.ceiling_lights")
+    assert before is not None and before.state == "on"
+    result = await call(hass, "light_turn_off", {"entity_id": "light.ceiling_lights"}, context)
+    await hass.async_block_till_done()
+    assert result.error and "not allowed" in result.data["error"]
+    assert hass.states.get("light.ceiling_lights") == before
