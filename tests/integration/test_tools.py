@@ -56,10 +56,12 @@ async def test_compiled_schemas_and_grammar_snapshot(
 @pytest.mark.parametrize(
     ("name", "arguments", "entity_id", "expected"),
     [
-        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 30}, "light.bed_light", ("on", "brightness", 76)),
+        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 30}, "light.bed_light",
+         ("on", "brightness", 76)),
         ("light_turn_off", {"entity_id": "light.kitchen_lights"}, "light.kitchen_lights", ("off", None, None)),
         ("cover_open_cover", {"entity_id": "cover.garage_door"}, "cover.garage_door", ("open", None, None)),
-        ("climate_set_hvac_mode", {"entity_id": "climate.hvac", "hvac_mode": "heat"}, "climate.hvac", ("heat", None, None)),
+        ("climate_set_hvac_mode", {"entity_id": "climate.hvac", "hvac_mode": "heat"}, "climate.hvac",
+         ("heat", None, None)),
         ("fan_set_percentage", {"entity_id": "fan.living_room_fan", "percentage": "40"}, "fan.living_room_fan",
          ("on", "percentage", 40)),
         ("lock_unlock", {"entity_id": "lock.front_door"}, "lock.front_door", ("unlocked", None, None)),
