@@ -156,6 +156,9 @@ class BotPsyLLMEntity(Entity):
         entity_ids = list(shortlist(toolbox.home.entities, utterance))
         results: list[dict[str, Any]] = []
         for round_number in range(rounds + 1):
+            failed = [r for r in results if r.get("error") and not _is_read_only(toolbox.compiled, r["name"])]
+            if round_number == rounds and failed:
+                break
             tools = toolbox.for_request(entity_ids) if round_number < rounds else []
             constrained = self._engine.supports_grammar and template is not None and not toolbox.others
             grammar = compile_grammar(tuple(tools), fmt) if constrained and tools else None
@@ -169,7 +172,8 @@ class BotPsyLLMEntity(Entity):
                     translation_key="prompt_failed",
                     translation_placeholders={"error": str(err)},
                 ) from err
-            turn = _Turn(fmt)
+            # After a failed action, text is held back: it could claim what did not happen.
+            turn = _Turn(fmt, stream_text=not failed)
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)
             ):
@@ -179,6 +183,8 @@ class BotPsyLLMEntity(Entity):
                     # What the search found can be acted on in the next round.
                     entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
             if not turn.calls:
+                if failed:
+                    break
                 if turn.parsed is not None and turn.parsed.errors and not turn.parsed.content:
                     await self._async_say(chat_log, "Sorry, I could not make sense of the model's answer.")
                 return
@@ -202,8 +208,9 @@ class BotPsyLLMEntity(Entity):
 class _Turn:
     """One generation: streams plain text as it comes, holds back and parses calls."""
 
-    def __init__(self, fmt: CallFormat) -> None:
+    def __init__(self, fmt: CallFormat, *, stream_text: bool = True) -> None:
         self.fmt = fmt
+        self.stream_text = stream_text
         self.parsed: ParsedOutput | None = None
         self.calls: list[llm.ToolInput] = []
 
@@ -222,7 +229,7 @@ class _Turn:
                     # Stream what cannot be (the start of) a call.
                     cut = text.find(start)
                     limit = cut if cut >= 0 else _safe(text, start)
-                    if limit > sent:
+                    if limit > sent and self.stream_text:
                         yield {"content": text[sent:limit]}
                         sent = limit
                 elif isinstance(event, ToolCallDelta):
@@ -237,7 +244,7 @@ class _Turn:
         self.parsed = self.fmt.parse(text)
         if self.parsed.errors:
             LOGGER.debug("Unusable calls in model output: %s", self.parsed.errors)
-        if text.find(start) < 0 and sent < len(text):
+        if text.find(start) < 0 and sent < len(text) and self.stream_text:
             yield {"content": text[sent:]}
         calls = self.parsed.calls + server_calls
         if calls:

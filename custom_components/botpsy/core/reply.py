@@ -10,6 +10,12 @@ def _value(value: Any) -> str:
     return "unset" if value is None else str(value)
 
 
+def _attribute(name: str, old: Any, new: Any) -> str:
+    if name == "brightness":  # HA's 0-255 scale; people speak in percent
+        old, new = (None if v is None else f"{round(v * 100 / 255)} %" for v in (old, new))
+    return f"{name.replace('_', ' ')} {_value(old)} → {_value(new)}"
+
+
 def describe(results: Sequence[Mapping[str, Any]]) -> str:
     """One sentence per call: what changed, what ran without a visible change, or why not."""
     sentences = []
@@ -23,8 +29,10 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
             parts = []
             if change.get("old_state") != change.get("new_state"):
                 parts.append(f"{_value(change.get('old_state'))} → {_value(change.get('new_state'))}")
+            # Attributes that vanished with the new state (a light's brightness when it
+            # turns off) are no news.
             parts += [
-                f"{k} {_value(old)} → {_value(new)}" for k, (old, new) in (change.get("attributes") or {}).items()
+                _attribute(k, old, new) for k, (old, new) in (change.get("attributes") or {}).items() if new is not None
             ]
             sentences.append(f"{change.get('name') or change['entity_id']}: {', '.join(parts)}.")
         if not changes:
