@@ -102,8 +102,9 @@ class Toolbox:
         return result
 
 
-def _is_read_only(tools: Sequence[Tool], name: str) -> bool:
-    return any(t.name == name and t.read_only for t in tools)
+def _is_action(tools: Sequence[Tool], name: str) -> bool:
+    """A compiled device action (reported from its result, not by the model)."""
+    return any(t.name == name and not t.read_only for t in tools)
 
 
 class BotPsyLLMEntity(Entity):
@@ -156,7 +157,7 @@ class BotPsyLLMEntity(Entity):
         entity_ids = list(shortlist(toolbox.home.entities, utterance))
         results: list[dict[str, Any]] = []
         for round_number in range(rounds + 1):
-            failed = [r for r in results if r.get("error") and not _is_read_only(toolbox.compiled, r["name"])]
+            failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]
             if round_number == rounds and failed:
                 break
             tools = toolbox.for_request(entity_ids) if round_number < rounds else []
@@ -189,11 +190,13 @@ class BotPsyLLMEntity(Entity):
                     await self._async_say(chat_log, "Sorry, I could not make sense of the model's answer.")
                 return
             new = results[-len(turn.calls) :]
-            actions = [r for r in new if not _is_read_only(tools, r.get("name", ""))]
-            if actions and not any(r.get("error") for r in new):
+            actions = [r for r in new if _is_action(toolbox.compiled, r["name"])]
+            # Only BotPsy's own actions, all done: say what changed. Reads, HA's intent
+            # tools and failures go back to the model for another round.
+            if actions and len(actions) == len(new) and not any(r.get("error") for r in new):
                 await self._async_say(chat_log, describe(actions))
                 return
-        actions = [r for r in results if not _is_read_only(toolbox.compiled, r.get("name", ""))]
+        actions = [r for r in results if _is_action(toolbox.compiled, r["name"])]
         if actions:
             await self._async_say(chat_log, describe(actions))
 

@@ -65,7 +65,8 @@ class BotPsyAPI(llm.API):
     """Device control compiled from the exposed entities and HA's services."""
 
     def __init__(self, hass: HomeAssistant) -> None:
-        super().__init__(hass=hass, id=BOTPSY_API_ID, name="BotPsy device control")
+        # The name is also the namespace of these tools beside other APIs: kept short.
+        super().__init__(hass=hass, id=BOTPSY_API_ID, name="BotPsy")
 
     async def async_get_api_instance(self, llm_context: llm.LLMContext) -> llm.APIInstance:
         home = await async_snapshot_home(self.hass)

@@ -142,3 +142,35 @@ ENTITIES = (
 
 def sample_home() -> Home:
     return Home(ENTITIES, services_from_descriptions(DESCRIPTIONS))
+
+
+ROOMS = (
+    "Kitchen", "Living room", "Bedroom", "Office", "Hallway", "Garage", "Bathroom", "Porch", "Attic", "Basement",
+    "Dining room", "Guest room", "Nursery", "Laundry", "Garden", "Study", "Pantry", "Den", "Loft", "Patio",
+)  # fmt: skip
+_KINDS = (
+    ("light", "ceiling light", {"supported_color_modes": ["brightness"]}, 0),
+    ("light", "lamp", {"supported_color_modes": ["onoff"]}, 0),
+    ("switch", "plug", {}, 0),
+    ("fan", "fan", {"preset_modes": ["auto", "sleep"]}, FAN_SET_SPEED | FAN_PRESET),
+    ("climate", "thermostat", {"hvac_modes": ["off", "heat"]}, 1),
+    ("media_player", "speaker", {"source_list": ["Radio", "Spotify"]}, PLAYER_VOLUME_SET | PLAYER_SELECT_SOURCE),
+    ("sensor", "temperature", {}, 0),
+    ("lock", "door lock", {}, 0),
+)
+
+
+def generated_home(count: int) -> Home:
+    """`count` entities spread over rooms and device kinds, for shortlist and scaling runs."""
+    entities = []
+    for i in range(count):
+        domain, kind, attributes, features = _KINDS[i % len(_KINDS)]
+        room = ROOMS[(i // len(_KINDS)) % len(ROOMS)]
+        copy = i // (len(_KINDS) * len(ROOMS))
+        suffix = f" {copy + 1}" if copy else ""
+        slug = f"{room}_{kind}{suffix}".lower().replace(" ", "_")
+        entities.append(
+            Entity(f"{domain}.{slug}", f"{room} {kind}{suffix}", "off", area=room,
+                   supported_features=features, attributes=attributes)
+        )  # fmt: skip
+    return Home(tuple(entities), services_from_descriptions(DESCRIPTIONS))

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+import re
 from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session
+from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
@@ -183,3 +185,37 @@ async def test_tiny_model_output_always_parses(hass: HomeAssistant, agent: MockC
             # only HA's own checks may still refuse one.
             assert "no function" not in str(result.get("error")), result
             assert "cannot be used with" not in str(result.get("error")), result
+
+
+async def set_apis(hass: HomeAssistant, entry: MockConfigEntry, apis: list[str]) -> None:
+    assert await async_setup_component(hass, "intent", {})  # HA's intent handlers (HassTurnOn, ...)
+    subentry = next(iter(entry.subentries.values()))
+    hass.config_entries.async_update_subentry(entry, subentry, data={**subentry.data, "llm_hass_api": apis})
+    await hass.async_block_till_done()
+
+
+async def test_assist_api_alone(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA's own intent tools: the model names devices, HA matches them."""
+    await set_apis(hass, agent, ["assist"])
+    call = XML.render(ToolCall("script__goodnight", {}))
+    engine = script(agent, call, "The kitchen lights are off.")
+    speech, conversation_id = await ask(hass, "Goodnight")
+    assert hass.states.get("light.kitchen_lights").state == "off", tool_results(hass, conversation_id)  # type: ignore[union-attr]
+    assert speech == "The kitchen lights are off."
+    assert "HassTurnOff" in (engine.requests[0].prompt or "")
+    assert engine.requests[0].grammar is None  # HA's tools are not compiled into a grammar
+    assert '"name": "light_turn_off"' not in (engine.requests[0].prompt or "")
+
+
+async def test_assist_and_botpsy_together(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    await set_apis(hass, agent, ["assist", "botpsy"])
+    engine = script(agent, "OK.")
+    await ask(hass, "Turn off the kitchen lights")
+    names = re.findall(r'"name": "([\w-]+)"', engine.requests[0].prompt or "")
+    assert any(name.endswith("HassTurnOff") for name in names)
+    ours = next(name for name in names if name.endswith("light_turn_off"))
+    assert ours == "botpsy__light_turn_off"
+    engine.outputs.append(XML.render(ToolCall(ours, {"entity_id": "light.kitchen_lights"})))
+    speech, _conversation_id = await ask(hass, "Turn off the kitchen lights")
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    assert speech == "Kitchen Lights: on → off."
