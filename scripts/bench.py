@@ -25,9 +25,17 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from custom_components.botpsy.core.chat_template import ChatTemplate
 from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
 from custom_components.botpsy.core.engine import Engine, Finished, GenerateRequest, Timings
+from custom_components.botpsy.core.formats import FORMATS
+from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
+from custom_components.botpsy.core.shortlist import restrict, shortlist
+from custom_components.botpsy.core.tools import compile_tools
+from custom_components.botpsy.llm_api import API_PROMPT
+from tests.core.sample_home import generated_home
+from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
 ROOMS = ["kitchen", "living room", "bedroom", "office", "hallway", "garage", "bathroom", "porch"]
 # The call of the measurements in the notes: 37 tokens, a handful of them real choices.
@@ -132,6 +140,60 @@ async def llama_server(model: Path, port: int, threads: int, n_ctx: int) -> Asyn
         process.wait(10)
 
 
+def _median_seconds(function: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+async def scaling(engine: EmbeddedEngine, runs: int) -> dict[str, Any]:
+    """Tools at 25, 100 and 1,000 exposed entities, in BotPsy's Qwen3.5 template and XML calls.
+
+    Prompts are counted with the benchmark model's tokenizer; the request is a typical one.
+    """
+    template = ChatTemplate(QWEN35_CHAT_TEMPLATE)
+    fmt = FORMATS["qwen_xml"]
+    utterance = "Turn off the kitchen ceiling light"
+    result: dict[str, Any] = {}
+    for count in (25, 100, 1000):
+        home = generated_home(count)
+        tools = compile_tools(home)
+        picked = restrict(tools, shortlist(home.entities, utterance)) + tuple(t for t in tools if not t.targets)
+        messages = [{"role": "system", "content": API_PROMPT}, {"role": "user", "content": utterance}]
+        prompt = template.render(messages, tools=[t.json_schema() for t in picked])
+        all_tools_prompt = template.render(messages, tools=[t.json_schema() for t in tools])
+        grammar = compile_grammar(picked, fmt)
+        forced = compile_grammar(picked, fmt, allow_text=False, max_calls=1)
+        request = GenerateRequest(prompt=prompt, grammar=forced, max_tokens=96, temperature=0.0)
+        await run(engine, request)  # the warm-up makes the prompt's prefix cached
+        latencies, decoded, calls = [], [], []
+        for _ in range(runs):
+            started = time.perf_counter()
+            text, timings = await run(engine, request)
+            latencies.append(time.perf_counter() - started)
+            decoded.append(timings.decoded_tokens)
+            calls.append(text)
+        result[str(count)] = {
+            "tools": len(tools),
+            "shortlisted_tools": len(picked),
+            "compile_tools_ms": round(1000 * _median_seconds(lambda home=home: compile_tools(home), runs), 2),
+            "compile_grammar_ms": round(1000 * _median_seconds(lambda p=picked: compile_grammar(p, fmt), runs), 2),
+            "prompt_tokens": await engine.async_count_tokens(prompt),
+            "prompt_tokens_without_shortlist": await engine.async_count_tokens(all_tools_prompt),
+            "grammar_bytes": len(grammar.encode()),
+            "grammar_bytes_without_shortlist": len(compile_grammar(tools, fmt).encode()),
+            "warm_latency_s": round(statistics.median(latencies), 4),
+            "decoded_tokens_constrained": statistics.median(decoded),
+            "decoded_tokens_unconstrained": await engine.async_count_tokens(calls[0]) if calls[0] else 0,
+            "rss_mb": round((engine.worker_rss_bytes() or 0) / 2**20, 1),
+            "example_call": calls[0],
+        }
+    return result
+
+
 async def bench(model: Path, runs: int, threads: int, prompt_lines: int) -> dict[str, Any]:
     n_ctx = 4096
     embedded = EmbeddedEngine(EmbeddedOptions(str(model), n_ctx=n_ctx, n_threads=threads))
@@ -151,6 +213,7 @@ async def bench(model: Path, runs: int, threads: int, prompt_lines: int) -> dict
             **await measure(embedded, runs, prompt_lines),
             "worker_rss_mb": round((embedded.worker_rss_bytes() or 0) / 2**20, 1),
         }
+        report["scaling"] = await scaling(embedded, runs)
     finally:
         await embedded.async_unload()
     async with llama_server(model, 18000 + os.getpid() % 1000, threads, n_ctx) as url, aiohttp.ClientSession() as s:
@@ -171,6 +234,12 @@ def markdown(report: dict[str, Any]) -> str:
         "|---|---|---|",
     ]
     lines += [f"| {k} | {report['embedded'].get(k, '')} | {report['llama_server'].get(k, '')} |" for k in keys]
+    sizes = list(report["scaling"])
+    lines += ["", "## Tools by home size (embedded engine)", "", "| figure | " + " | ".join(sizes) + " |"]
+    lines.append("|---|" + "---|" * len(sizes))
+    for key in report["scaling"][sizes[0]]:
+        if key != "example_call":
+            lines.append(f"| {key} | " + " | ".join(str(report["scaling"][n][key]) for n in sizes) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
-from custom_components.botpsy.core.formats import FORMATS, CallFormat, ToolCall, detect_format
-from custom_components.botpsy.core.grammar import compile_grammar, int_range
+from custom_components.botpsy.core.formats import FORMATS, MAX_TEXT_VALUE, CallFormat, ToolCall, detect_format
+from custom_components.botpsy.core.grammar import MAX_CALLS, compile_grammar, int_range
 from custom_components.botpsy.core.tools import Param, Tool, compile_tools
 from custom_components.botpsy.core.validate import validate_call
 from tests.grammar_check import GrammarChecker
@@ -92,6 +92,15 @@ def test_two_calls_and_text_answers(fmt: CallFormat, checker: GrammarChecker) ->
     assert fmt.parse(text).calls == [first, second]
     assert checker.accepts(GRAMMARS[fmt.name], "The kitchen light is on.")
     assert fmt.parse("The kitchen light is on.").content == "The kitchen light is on."
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+def test_calls_per_answer_are_bounded(fmt: CallFormat, checker: GrammarChecker) -> None:
+    call = fmt.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen"}))
+    assert checker.accepts(GRAMMARS[fmt.name], "\n".join([call] * MAX_CALLS))
+    assert not checker.accepts(GRAMMARS[fmt.name], "\n".join([call] * (MAX_CALLS + 1)))
+    item = fmt.render(ToolCall("todo_add_item", {"entity_id": "todo.shopping", "item": "x" * (MAX_TEXT_VALUE + 1)}))
+    assert not checker.accepts(GRAMMARS[fmt.name], item)
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))

@@ -13,6 +13,9 @@ import json
 import re
 from typing import Any, Protocol
 
+# Longest free text value a grammar admits (a to-do item, a search query).
+MAX_TEXT_VALUE = 100
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -110,7 +113,7 @@ class QwenXMLFormat:
 
     def grammar_string(self, literal: str | None) -> str:
         # Raw text; it cannot contain the closing tag's line break.
-        return gbnf_literal(literal) if literal is not None else "[^\\n<]+"
+        return gbnf_literal(literal) if literal is not None else f"[^\\n<]{{1,{MAX_TEXT_VALUE}}}"
 
     def value_text(self, value: Any) -> str:
         return _json(value)
@@ -160,7 +163,7 @@ class HermesJSONFormat:
     def grammar_string(self, literal: str | None) -> str:
         if literal is not None:
             return gbnf_literal(_json(literal))
-        return '"\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] )* "\\""'
+        return f'"\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] ){{1,{MAX_TEXT_VALUE}}} "\\""'
 
     def value_text(self, value: Any) -> str:
         return _json(value)
@@ -214,7 +217,7 @@ class GemmaFormat:
         return f"{gbnf_literal(('' if first else ',') + key + ':')} {value}"
 
     def grammar_string(self, literal: str | None) -> str:
-        inner = gbnf_literal(literal) if literal is not None else "[^<]+"
+        inner = gbnf_literal(literal) if literal is not None else f"[^<]{{1,{MAX_TEXT_VALUE}}}"
         return f'"<escape>" {inner} "<escape>"'
 
     def value_text(self, value: Any) -> str:

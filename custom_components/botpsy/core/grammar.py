@@ -18,6 +18,9 @@ from .tools import Param, Tool
 # Text answers may not start a call: "<" is left out of them.
 ANSWER_RULE = "answer ::= [^<\\x00] [^<\\x00]*"
 _ENUMERATE_UP_TO = 200
+# Calls in one answer: a bound that stops a model from looping (a base model repeats the
+# same call until it runs out of tokens). Free text values are bounded by the formats.
+MAX_CALLS = 4
 
 
 def _fill_nines(value: int, count: int) -> int:
@@ -103,8 +106,10 @@ def _rule_name(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower()
 
 
-def compile_grammar(tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: bool = True) -> str:
-    """The grammar: `answer` text, or calls separated by newlines."""
+def compile_grammar(
+    tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: bool = True, max_calls: int = MAX_CALLS
+) -> str:
+    """The grammar: `answer` text, or up to `max_calls` calls separated by newlines."""
     rules: dict[str, str] = {}
     tool_rules = []
     for tool in tools:
@@ -133,7 +138,7 @@ def compile_grammar(tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: boo
         return f"root ::= answer\n{ANSWER_RULE}\n"
     lines = [
         "root ::= answer | calls" if allow_text else "root ::= calls",
-        'calls ::= call ( "\\n" call )*',
+        f'calls ::= call ( "\\n" call ){{0,{max_calls - 1}}}',
         "call ::= " + " | ".join(tool_rules),
         ANSWER_RULE,
     ]
