@@ -62,6 +62,14 @@ def _reported(state: State) -> dict[str, Any]:
     return {k: state.attributes[k] for k in REPORTED_ATTRIBUTES if k in state.attributes}
 
 
+def live_state(hass: HomeAssistant, entity_id: str) -> dict[str, Any] | None:
+    """The live state of one entity, as the read tools report it."""
+    state = hass.states.get(entity_id)
+    if state is None:
+        return None
+    return {"entity_id": entity_id, "name": state.name, "state": state.state, **_reported(state)}
+
+
 def _change(old: State, new: State | None) -> StateChange | None:
     before, after = _reported(old), _reported(new) if new else {}
     attributes = {
@@ -107,7 +115,7 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
     assert before is not None
     if call.tool.name == GET_STATE:
         result.executed = True
-        result.state = {"name": before.name, "state": before.state, **_reported(before)}
+        result.state = live_state(hass, call.entity_id)
         return result
     changed = asyncio.Event()
 

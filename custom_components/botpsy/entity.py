@@ -154,7 +154,13 @@ class BotPsyLLMEntity(Entity):
         toolbox = Toolbox.from_api(chat_log.llm_api)
         template = self._engine.chat_template
         fmt = detect_format(template.source if template else None)
-        entity_ids = list(shortlist(toolbox.home.entities, utterance))
+        recent = [
+            str(call.tool_args.get("entity_id"))
+            for content in chat_log.content
+            if isinstance(content, conversation.AssistantContent)
+            for call in content.tool_calls or ()
+        ]
+        entity_ids = list(shortlist(toolbox.home.entities, utterance, recent=recent))
         results: list[dict[str, Any]] = []
         for round_number in range(rounds + 1):
             failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]

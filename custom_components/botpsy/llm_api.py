@@ -13,12 +13,12 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 import probatio
 
-from .actions import async_run
+from .actions import async_run, live_state
 from .const import DOMAIN
 from .core.formats import ToolCall
 from .core.home import Home
 from .core.shortlist import find_entities
-from .core.tools import FIND_ENTITIES, Tool, compile_tools
+from .core.tools import FIND_ENTITIES, GET_AREA_STATE, Tool, compile_tools
 from .core.validate import CallRejectedError, validate_call
 from .home_snapshot import async_snapshot_home
 
@@ -56,6 +56,11 @@ class CompiledTool(llm.Tool):
         if self.name == FIND_ENTITIES:
             found = find_entities(self.home.entities, str(call.data["query"]))
             return llm.ToolResult({"name": self.name, "executed": True, "entities": found})  # type: ignore[dict-item]
+        if self.name == GET_AREA_STATE:
+            area = str(call.data["area"])
+            states = [live_state(hass, e.entity_id) for e in self.home.entities if e.area == area]
+            data = {"name": self.name, "executed": True, "area": area, "entities": [s for s in states if s]}
+            return llm.ToolResult(data)  # type: ignore[arg-type]
         assert llm_context.context is not None
         result = await async_run(hass, call, llm_context.context)
         return llm.ToolResult(result.as_dict(), error=result.error is not None)

@@ -6,7 +6,7 @@ from dataclasses import replace
 import random
 
 from custom_components.botpsy.core.home import Home
-from custom_components.botpsy.core.tools import FIND_ENTITIES, GET_STATE, compile_tools
+from custom_components.botpsy.core.tools import FIND_ENTITIES, GET_AREA_STATE, GET_STATE, compile_tools
 
 from .sample_home import sample_home
 
@@ -26,7 +26,8 @@ def test_tools_and_targets_follow_capabilities() -> None:
     assert list(tools) == [
         "climate_set_hvac_mode", "climate_set_temperature", "fan_set_percentage", "fan_set_preset_mode",
         "light_turn_off", "light_turn_on", "lock_lock", "lock_unlock", "media_player_select_source",
-        "media_player_volume_set", "switch_turn_off", "switch_turn_on", "todo_add_item", GET_STATE, FIND_ENTITIES,
+        "media_player_volume_set", "switch_turn_off", "switch_turn_on", "todo_add_item", GET_STATE, GET_AREA_STATE,
+        FIND_ENTITIES,
     ]  # fmt: skip
     light_on = tools["light_turn_on"]
     # Per-light arguments: only what each light supports; no transition, no advanced fields.

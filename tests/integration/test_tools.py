@@ -9,7 +9,7 @@ from homeassistant.auth.models import User
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import llm
+from homeassistant.helpers import area_registry as ar, device_registry as dr, entity_registry as er, llm
 from homeassistant.setup import async_setup_component
 import pytest
 from syrupy.assertion import SnapshotAssertion
@@ -104,6 +104,18 @@ async def test_todo_item_is_added(hass: HomeAssistant, home: None) -> None:
 async def test_get_state_reads_without_acting(hass: HomeAssistant, home: None) -> None:
     result = await call(hass, "get_state", {"entity_id": "sensor.outside_temperature"})
     assert result.data["state"]["state"] == hass.states.get("sensor.outside_temperature").state  # type: ignore[union-attr]
+
+
+async def test_area_state_reads_an_area(hass: HomeAssistant, home: None) -> None:
+    area_registry = ar.async_get(hass)
+    kitchen = area_registry.async_create("Kitchen")
+    entry = er.async_get(hass).async_get("light.kitchen_lights")
+    assert entry is not None and entry.device_id is not None
+    dr.async_get(hass).async_update_device(entry.device_id, area_id=kitchen.id)
+    result = await call(hass, "get_area_state", {"area": "Kitchen"})
+    found = {e["entity_id"]: e["state"] for e in result.data["entities"]}  # type: ignore[union-attr]
+    assert found["light.kitchen_lights"] == "on"
+    assert all(er.async_get(hass).async_get(e).device_id == entry.device_id for e in found)  # type: ignore[union-attr]
 
 
 async def test_find_entities_reaches_beyond_the_shortlist(hass: HomeAssistant, home: None) -> None:

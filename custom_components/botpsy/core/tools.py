@@ -220,6 +220,16 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
                 read_only=True,
             )
         )
+        areas = sorted({e.area for e in entities if e.area})
+        if areas:
+            tools.append(
+                Tool(
+                    name=GET_AREA_STATE,
+                    description="Current states of the devices in an area",
+                    arguments=(Param("area", "enum", required=True, options=tuple(areas)),),
+                    read_only=True,
+                )
+            )
         tools.append(
             Tool(
                 name=FIND_ENTITIES,
@@ -232,4 +242,5 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
 
 
 GET_STATE = "get_state"
+GET_AREA_STATE = "get_area_state"
 FIND_ENTITIES = "find_entities"
