@@ -20,6 +20,7 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.helpers.selector import (
+    BooleanSelector,
     NumberSelector,
     NumberSelectorConfig,
     NumberSelectorMode,
@@ -35,6 +36,7 @@ import probatio
 
 from .const import (
     CONF_API_KEY,
+    CONF_CONFIRM_RISKY,
     CONF_ENGINE,
     CONF_HF_FILE,
     CONF_HF_REPO,
@@ -49,6 +51,7 @@ from .const import (
     CONF_PROMPT,
     CONF_TEMPERATURE,
     CONF_URL,
+    DEFAULT_CONFIRM_RISKY,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_CONVERSATION_OPTIONS,
     DEFAULT_HF_FILE,
@@ -295,6 +298,9 @@ def _conversation_schema(hass: HomeAssistant, options: Mapping[str, Any], new: b
             probatio.Optional(
                 CONF_LLM_HASS_API, default=list(options.get(CONF_LLM_HASS_API, [DOMAIN]))
             ): SelectSelector(SelectSelectorConfig(options=apis, multiple=True)),
+            probatio.Optional(
+                CONF_CONFIRM_RISKY, default=options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)
+            ): BooleanSelector(),
             probatio.Optional(
                 CONF_MAX_TOOL_ROUNDS, default=options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
             ): NumberSelector(NumberSelectorConfig(min=1, max=10, step=1, mode=NumberSelectorMode.BOX)),

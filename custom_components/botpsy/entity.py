@@ -8,7 +8,7 @@ says what changed, built from the results, or the model's own text answer.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 import json
 from typing import Any
@@ -22,11 +22,14 @@ from homeassistant.helpers.json import json_dumps
 import probatio
 
 from . import BotPsyConfigEntry
+from .confirmation import PendingAction, pending_actions, snapshot
 from .const import (
+    CONF_CONFIRM_RISKY,
     CONF_MAX_HISTORY,
     CONF_MAX_TOKENS,
     CONF_MAX_TOOL_ROUNDS,
     CONF_TEMPERATURE,
+    DEFAULT_CONFIRM_RISKY,
     DEFAULT_MAX_HISTORY,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MAX_TOOL_ROUNDS,
@@ -38,9 +41,11 @@ from .core.engine import Engine, EngineError, Finished, GenerateRequest, TextDel
 from .core.formats import CallFormat, ParsedOutput, ToolCall, detect_format
 from .core.grammar import compile_grammar
 from .core.home import Home
+from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.reply import describe
 from .core.shortlist import restrict, shortlist
 from .core.tools import Tool
+from .core.validate import CallRejectedError, validate_call
 from .llm_api import CompiledTool
 
 
@@ -146,12 +151,73 @@ class BotPsyLLMEntity(Entity):
         stop = (info.eos_token,) if info and info.eos_token else ()
         return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
 
+    def _hold_rule(self, toolbox: Toolbox) -> Callable[[ToolCall], bool]:
+        """Which calls wait for the user's confirmation (valid, high-impact ones)."""
+        if not self.subentry.data.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY):
+            return lambda _call: False
+        tools = {t.name: t for t in toolbox.compiled}
+
+        def hold(call: ToolCall) -> bool:
+            tool = tools.get(call.name)
+            if tool is None:
+                return False
+            try:
+                valid = validate_call(call, tools)
+            except CallRejectedError:
+                return False  # runs (and is refused) like any invalid call
+            return needs_confirmation(tool.domain, tool.service, toolbox.home.entity(valid.entity_id))
+
+        return hold
+
+    async def _async_answer_pending(self, chat_log: conversation.ChatLog, utterance: str) -> bool:
+        """Act on a call held for confirmation; True if this turn was about it."""
+        pending = pending_actions(self.hass).pop(chat_log.conversation_id, None)
+        if pending is None:
+            return False
+        if not is_confirmation(utterance):
+            if is_refusal(utterance):
+                await self._async_say(chat_log, f"OK, I left {pending.name} as it is.")
+                return True
+            return False  # another request: the held call is dropped
+        state = self.hass.states.get(pending.entity_id)
+        if state is None or snapshot(state) != pending.snapshot:
+            now = state.state if state else "gone"
+            await self._async_say(
+                chat_log, f"{pending.name} changed since you asked (it is now {now}), so I did not act."
+            )
+            return True
+        call = llm.ToolInput(tool_name=pending.call.name, tool_args=pending.call.arguments)
+
+        async def confirmed() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
+            yield {"role": "assistant", "tool_calls": [call]}
+
+        results = [
+            {**dict(content.result.data or {}), "name": content.tool_name}
+            async for content in chat_log.async_add_delta_content_stream(self.entity_id, confirmed())
+            if isinstance(content, conversation.ToolResultContent)
+        ]
+        await self._async_say(chat_log, describe(results))
+        return True
+
+    async def _async_ask_confirmation(self, chat_log: conversation.ChatLog, call: ToolCall) -> None:
+        entity_id = str(call.arguments.get("entity_id"))
+        state = self.hass.states.get(entity_id)
+        name = state.name if state else entity_id
+        pending_actions(self.hass)[chat_log.conversation_id] = PendingAction(
+            call, entity_id, name, snapshot(state) if state else None
+        )
+        action = call.name.split("__")[-1].split("_", 1)[-1].replace("_", " ")
+        await self._async_say(chat_log, f"Do you want me to {action} {name}? Say yes to confirm.")
+
     async def _async_handle_chat_log(self, chat_log: conversation.ChatLog, utterance: str) -> None:
         """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
+        if await self._async_answer_pending(chat_log, utterance):
+            return
         options = self.subentry.data
         max_history = int(options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY))
         rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
         toolbox = Toolbox.from_api(chat_log.llm_api)
+        hold = self._hold_rule(toolbox)
         template = self._engine.chat_template
         fmt = detect_format(template.source if template else None)
         recent = [
@@ -180,7 +246,7 @@ class BotPsyLLMEntity(Entity):
                     translation_placeholders={"error": str(err)},
                 ) from err
             # After a failed action, text is held back: it could claim what did not happen.
-            turn = _Turn(fmt, stream_text=not failed)
+            turn = _Turn(fmt, stream_text=not failed, hold=hold)
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)
             ):
@@ -189,6 +255,13 @@ class BotPsyLLMEntity(Entity):
                     results.append({**data, "name": content.tool_name})
                     # What the search found can be acted on in the next round.
                     entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
+            if turn.held:
+                # Whatever else ran is reported with the question.
+                done = [r for r in results[len(results) - len(turn.calls) :] if _is_action(toolbox.compiled, r["name"])]
+                if done:
+                    await self._async_say(chat_log, describe(done))
+                await self._async_ask_confirmation(chat_log, turn.held[0])
+                return
             if not turn.calls:
                 if failed:
                     break
@@ -217,9 +290,13 @@ class BotPsyLLMEntity(Entity):
 class _Turn:
     """One generation: streams plain text as it comes, holds back and parses calls."""
 
-    def __init__(self, fmt: CallFormat, *, stream_text: bool = True) -> None:
+    def __init__(
+        self, fmt: CallFormat, *, stream_text: bool = True, hold: Callable[[ToolCall], bool] = lambda _call: False
+    ) -> None:
         self.fmt = fmt
         self.stream_text = stream_text
+        self._hold = hold
+        self.held: list[ToolCall] = []
         self.parsed: ParsedOutput | None = None
         self.calls: list[llm.ToolInput] = []
 
@@ -255,7 +332,9 @@ class _Turn:
             LOGGER.debug("Unusable calls in model output: %s", self.parsed.errors)
         if text.find(start) < 0 and sent < len(text) and self.stream_text:
             yield {"content": text[sent:]}
-        calls = self.parsed.calls + server_calls
+        calls: list[ToolCall] = []
+        for call in self.parsed.calls + server_calls:
+            (self.held if self._hold(call) else calls).append(call)
         if calls:
             self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]
             yield {"tool_calls": self.calls}

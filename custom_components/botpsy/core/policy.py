@@ -1,0 +1,50 @@
+"""Which calls act on the physical world in a way that must be confirmed first.
+
+Unlocking, disarming, and opening a garage door, gate or door let people in: a misheard
+request must not do that. Such calls are validated but held until the next turn confirms
+them, and run only if the device is still as it was when they were asked for.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .home import Entity
+
+# (domain, service) pairs that always need confirmation.
+HIGH_IMPACT_SERVICES = frozenset(
+    {
+        ("lock", "unlock"), ("lock", "open"),
+        ("alarm_control_panel", "alarm_disarm"),
+    }
+)  # fmt: skip
+# Covers and valves whose opening lets people in.
+_OPENING_SERVICES = frozenset({"open_cover", "set_cover_position", "toggle"})
+_ENTRY_DEVICE_CLASSES = frozenset({"garage", "gate", "door"})
+
+_YES = re.compile(
+    r"^\s*(yes|yeah|yep|sure|ok|okay|confirm(ed)?|do it|go ahead|please do|absolutely|correct)\b", re.IGNORECASE
+)
+
+
+def needs_confirmation(domain: str, service: str, entity: Entity | None) -> bool:
+    if (domain, service) in HIGH_IMPACT_SERVICES:
+        return True
+    return (
+        domain == "cover"
+        and service in _OPENING_SERVICES
+        and entity is not None
+        and entity.device_class in _ENTRY_DEVICE_CLASSES
+    )
+
+
+_NO = re.compile(r"^\s*(no|nope|don't|do not|cancel|stop|never ?mind|leave it)\b", re.IGNORECASE)
+
+
+def is_confirmation(text: str) -> bool:
+    """Whether the user's reply confirms (anything else cancels)."""
+    return bool(_YES.match(text))
+
+
+def is_refusal(text: str) -> bool:
+    return bool(_NO.match(text))
