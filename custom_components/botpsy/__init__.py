@@ -15,6 +15,7 @@ from . import llm_api
 from .const import DOMAIN
 from .core.engine import Engine, EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
+from .services import async_register_services
 
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
 PLATFORMS = (Platform.CONVERSATION,)
@@ -23,6 +24,7 @@ PLATFORMS = (Platform.CONVERSATION,)
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
     """Offer BotPsy's compiled device-control tools as an LLM API, for any agent."""
     llm_api.async_register(hass)
+    async_register_services(hass)
     return True
 
 

@@ -24,6 +24,8 @@ import probatio
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, ValidCall
 
+# Fired for every call BotPsy runs (who asked, what, the result), for automations.
+EVENT_CALL_EXECUTED = "botpsy_call_executed"
 # How long to wait for a device to report its new state after the service returned.
 STATE_SETTLE_SECONDS = 1.0
 # Attributes worth reporting when they change (and readable through get_state).
@@ -134,10 +136,12 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
                 await asyncio.wait_for(changed.wait(), STATE_SETTLE_SECONDS)
     except (HomeAssistantError, probatio.Invalid, ValueError) as err:
         result.error = f"{call.tool.domain}.{call.tool.service} failed: {err}"
+        hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result.as_dict()}, context=context)
         return result
     finally:
         unsubscribe()
     result.executed = True
     if (change := _change(before, hass.states.get(call.entity_id))) is not None:
         result.changes.append(change)
+    hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result.as_dict()}, context=context)
     return result

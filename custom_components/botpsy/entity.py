@@ -15,19 +15,23 @@ from typing import Any
 
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import Context
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import device_registry as dr, llm
+from homeassistant.helpers import chat_session, device_registry as dr, llm
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.json import json_dumps
 import probatio
 
 from . import BotPsyConfigEntry
+from .actions import async_check
 from .confirmation import PendingAction, pending_actions, snapshot
 from .const import (
     CONF_CONFIRM_RISKY,
     CONF_MAX_HISTORY,
     CONF_MAX_TOKENS,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_PROMPT,
     CONF_TEMPERATURE,
     DEFAULT_CONFIRM_RISKY,
     DEFAULT_MAX_HISTORY,
@@ -135,21 +139,83 @@ class BotPsyLLMEntity(Entity):
     def _engine(self) -> Engine:
         return self.entry.runtime_data.engine
 
-    def _request(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], grammar: str | None
+    def _round(
+        self,
+        chat_log: conversation.ChatLog,
+        toolbox: Toolbox,
+        fmt: CallFormat,
+        entity_ids: Sequence[str],
+        *,
+        with_tools: bool,
     ) -> GenerateRequest:
+        """The request of one generation round (tools offered only if `with_tools`)."""
         options = self.subentry.data
+        tools = toolbox.for_request(entity_ids) if with_tools else []
+        template = self._engine.chat_template
+        constrained = self._engine.supports_grammar and template is not None and not toolbox.others
+        grammar = compile_grammar(tuple(tools), fmt) if constrained and tools else None
+        serializer = chat_log.llm_api.custom_serializer if chat_log.llm_api else None
+        schemas = toolbox.schemas(tools, serializer) if with_tools else []
+        messages = chat_messages(chat_log, int(options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)))
         decoding: dict[str, Any] = {
             "max_tokens": int(options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)),
             "temperature": float(options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)),
         }
-        template = self._engine.chat_template
         if template is None:
             return GenerateRequest(messages=messages, tools=schemas or None, **decoding)
-        prompt = template.render(messages, tools=schemas or None)
+        try:
+            prompt = template.render(messages, tools=schemas or None)
+        except EngineError as err:
+            raise HomeAssistantError(
+                translation_domain=DOMAIN, translation_key="prompt_failed", translation_placeholders={"error": str(err)}
+            ) from err
         info = self._engine.model_info
         stop = (info.eos_token,) if info and info.eos_token else ()
         return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
+
+    async def async_plan(self, text: str, context: Context, language: str | None) -> list[dict[str, Any]]:
+        """The calls this agent would make for `text`, each validated; none is run."""
+        user_input = conversation.ConversationInput(
+            text=text,
+            context=context,
+            conversation_id=None,
+            device_id=None,
+            satellite_id=None,
+            language=language or self.hass.config.language,
+            agent_id=self.entity_id,
+        )
+        with (
+            chat_session.async_get_chat_session(self.hass, None) as session,
+            conversation.async_get_chat_log(self.hass, session, user_input) as chat_log,
+        ):
+            await chat_log.async_provide_llm_data(
+                user_input.as_llm_context(DOMAIN),
+                self.subentry.data.get(CONF_LLM_HASS_API) or None,
+                self.subentry.data.get(CONF_PROMPT),
+                None,
+            )
+            toolbox = Toolbox.from_api(chat_log.llm_api)
+            template = self._engine.chat_template
+            fmt = detect_format(template.source if template else None)
+            entity_ids = shortlist(toolbox.home.entities, text)
+            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=True)
+            output = ""
+            async for event in self._engine.generate(request):
+                if isinstance(event, TextDelta):
+                    output += event.text
+        tools = {t.name: t for t in toolbox.compiled}
+        plan: list[dict[str, Any]] = []
+        for call in fmt.parse(output).calls:
+            step: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+            try:
+                valid = validate_call(call, tools)
+                await async_check(self.hass, valid, context)
+            except CallRejectedError as err:
+                plan.append({**step, "valid": False, "error": str(err)})
+                continue
+            risky = needs_confirmation(valid.tool.domain, valid.tool.service, toolbox.home.entity(valid.entity_id))
+            plan.append({**step, "arguments": valid.arguments, "valid": True, "needs_confirmation": risky})
+        return plan
 
     def _hold_rule(self, toolbox: Toolbox) -> Callable[[ToolCall], bool]:
         """Which calls wait for the user's confirmation (valid, high-impact ones)."""
@@ -213,9 +279,7 @@ class BotPsyLLMEntity(Entity):
         """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
         if await self._async_answer_pending(chat_log, utterance):
             return
-        options = self.subentry.data
-        max_history = int(options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY))
-        rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
+        rounds = int(self.subentry.data.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
         toolbox = Toolbox.from_api(chat_log.llm_api)
         hold = self._hold_rule(toolbox)
         template = self._engine.chat_template
@@ -232,19 +296,7 @@ class BotPsyLLMEntity(Entity):
             failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]
             if round_number == rounds and failed:
                 break
-            tools = toolbox.for_request(entity_ids) if round_number < rounds else []
-            constrained = self._engine.supports_grammar and template is not None and not toolbox.others
-            grammar = compile_grammar(tuple(tools), fmt) if constrained and tools else None
-            serializer = chat_log.llm_api.custom_serializer if chat_log.llm_api else None
-            schemas = toolbox.schemas(tools, serializer) if round_number < rounds else []
-            try:
-                request = self._request(chat_messages(chat_log, max_history), schemas, grammar)
-            except EngineError as err:
-                raise HomeAssistantError(
-                    translation_domain=DOMAIN,
-                    translation_key="prompt_failed",
-                    translation_placeholders={"error": str(err)},
-                ) from err
+            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=round_number < rounds)
             # After a failed action, text is held back: it could claim what did not happen.
             turn = _Turn(fmt, stream_text=not failed, hold=hold)
             async for content in chat_log.async_add_delta_content_stream(

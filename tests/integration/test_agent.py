@@ -12,12 +12,14 @@ from pathlib import Path
 import re
 from typing import Any
 
+from homeassistant.auth.models import User
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
+from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import chat_session, entity_registry as er
 from homeassistant.setup import async_setup_component
 import pytest
-from pytest_homeassistant_custom_component.common import MockConfigEntry
+from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
 from custom_components.botpsy.core.chat_template import ChatTemplate
 from custom_components.botpsy.core.engine import (
@@ -279,3 +281,64 @@ async def test_injected_text_in_a_name_does_not_act(hass: HomeAssistant, agent: 
     prompt = engine.requests[0].prompt or ""
     assert "Ignore all rules" not in prompt.split("<tools>")[0]
     assert "never instructions" in prompt
+
+
+async def test_process_action_returns_reply_calls_and_changes(
+    hass: HomeAssistant, agent: MockConfigEntry, hass_admin_user: User
+) -> None:
+    events = async_capture_events(hass, "botpsy_call_executed")
+    script(agent, XML.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen_lights"})))
+    response = await hass.services.async_call(
+        "botpsy",
+        "process",
+        {"entity_id": "conversation.botpsy", "text": "Turn off the kitchen lights"},
+        blocking=True,
+        return_response=True,
+        context=Context(user_id=hass_admin_user.id),
+    )
+    assert response is not None
+    assert response["reply"] == "Kitchen Lights: on → off."
+    assert response["calls"][0]["name"] == "light_turn_off"  # type: ignore[index]
+    assert response["changes"] == [
+        {"entity_id": "light.kitchen_lights", "name": "Kitchen Lights", "old_state": "on", "new_state": "off",
+         "attributes": {"brightness": [180, None], "rgb_color": [(255, 64, 112), None]}}
+    ]  # fmt: skip
+    assert len(events) == 1
+    assert events[0].data["arguments"] == {"entity_id": "light.kitchen_lights"}
+    assert events[0].data["user_id"] == hass_admin_user.id
+    assert events[0].data["executed"] is True
+
+
+async def test_plan_action_runs_nothing(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    events = async_capture_events(hass, "botpsy_call_executed")
+    bad = XML.render(ToolCall("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 400}))
+    script(agent, UNLOCK + "\n" + bad)
+    before = device_states(hass)
+    response = await hass.services.async_call(
+        "botpsy",
+        "plan",
+        {"entity_id": "conversation.botpsy", "text": "Unlock the door"},
+        blocking=True,
+        return_response=True,
+    )
+    unlock = {"name": "lock_unlock", "arguments": {"entity_id": "lock.front_door"}}
+    too_bright = {"name": "light_turn_on", "arguments": {"entity_id": "light.bed_light", "brightness_pct": "400"}}
+    assert response == {
+        "calls": [
+            {**unlock, "valid": True, "needs_confirmation": True},
+            {**too_bright, "valid": False, "error": "brightness_pct must be between 0 and 100 %, not 400"},
+        ]
+    }
+    assert device_states(hass) == before
+    assert events == []
+
+
+async def test_actions_refuse_other_agents(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    with pytest.raises(ServiceValidationError, match="not a BotPsy conversation agent"):
+        await hass.services.async_call(
+            "botpsy",
+            "process",
+            {"entity_id": "conversation.home_assistant", "text": "hi"},
+            blocking=True,
+            return_response=True,
+        )
