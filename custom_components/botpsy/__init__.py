@@ -18,7 +18,7 @@ from .engines import async_get_engine_manager
 from .services import async_register_services
 
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
-PLATFORMS = (Platform.CONVERSATION,)
+PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:

@@ -51,6 +51,8 @@ from .const import (
     CONF_PROMPT,
     CONF_TEMPERATURE,
     CONF_URL,
+    DEFAULT_AI_TASK_NAME,
+    DEFAULT_AI_TASK_OPTIONS,
     DEFAULT_CONFIRM_RISKY,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_CONVERSATION_OPTIONS,
@@ -150,7 +152,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
     @classmethod
     @callback
     def async_get_supported_subentry_types(cls, config_entry: ConfigEntry) -> dict[str, type[ConfigSubentryFlow]]:
-        return {"conversation": ConversationSubentryFlow}
+        return {"conversation": ConversationSubentryFlow, "ai_task_data": AITaskSubentryFlow}
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         return self.async_show_menu(step_id="user", menu_options=[ENGINE_EMBEDDED, ENGINE_REMOTE])
@@ -165,7 +167,13 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
                     "data": DEFAULT_CONVERSATION_OPTIONS,
                     "title": DEFAULT_CONVERSATION_NAME,
                     "unique_id": None,
-                }
+                },
+                {
+                    "subentry_type": "ai_task_data",
+                    "data": DEFAULT_AI_TASK_OPTIONS,
+                    "title": DEFAULT_AI_TASK_NAME,
+                    "unique_id": None,
+                },
             ],
         )
 
@@ -337,6 +345,35 @@ class ConversationSubentryFlow(ConfigSubentryFlow):
         return self.async_show_form(
             step_id="reconfigure", data_schema=_conversation_schema(self.hass, subentry.data, new=False)
         )
+
+
+def _task_schema(options: Mapping[str, Any], new: bool) -> probatio.Schema:
+    fields: dict[Any, Any] = {}
+    if new:
+        fields[probatio.Required(CONF_NAME, default=DEFAULT_AI_TASK_NAME)] = TextSelector()
+    fields[probatio.Optional(CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE))] = (
+        NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05))
+    )
+    fields[probatio.Optional(CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS))] = (
+        NumberSelector(NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX))
+    )
+    return probatio.Schema(fields)
+
+
+class AITaskSubentryFlow(ConfigSubentryFlow):
+    """Add or change an AI Task entity of a BotPsy model."""
+
+    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        if user_input is not None:
+            title = user_input.pop(CONF_NAME)
+            return self.async_create_entry(title=title, data=_agent_options(user_input))
+        return self.async_show_form(step_id="user", data_schema=_task_schema({}, new=True))
+
+    async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        subentry = self._get_reconfigure_subentry()
+        if user_input is not None:
+            return self.async_update_and_abort(self._get_entry(), subentry, data=_agent_options(user_input))
+        return self.async_show_form(step_id="reconfigure", data_schema=_task_schema(subentry.data, new=False))
 
 
 def _agent_options(user_input: Mapping[str, Any]) -> dict[str, Any]:

@@ -54,5 +54,11 @@ DEFAULT_CONVERSATION_OPTIONS: Final = {
     CONF_MAX_HISTORY: DEFAULT_MAX_HISTORY,
 }
 
+DEFAULT_AI_TASK_NAME: Final = "BotPsy AI Task"
+DEFAULT_AI_TASK_OPTIONS: Final = {
+    CONF_TEMPERATURE: DEFAULT_TEMPERATURE,
+    CONF_MAX_TOKENS: DEFAULT_MAX_TOKENS,
+}
+
 # Repair issue raised when the model worker keeps crashing.
 ISSUE_WORKER_CRASHING: Final = "worker_crashing"

@@ -45,6 +45,7 @@ from .core.engine import Engine, EngineError, Finished, GenerateRequest, TextDel
 from .core.formats import CallFormat, ParsedOutput, ToolCall, detect_format
 from .core.grammar import compile_grammar
 from .core.home import Home
+from .core.json_grammar import json_schema_grammar
 from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.reply import describe
 from .core.shortlist import restrict, shortlist
@@ -330,6 +331,22 @@ class BotPsyLLMEntity(Entity):
         actions = [r for r in results if _is_action(toolbox.compiled, r["name"])]
         if actions:
             await self._async_say(chat_log, describe(actions))
+
+    async def _async_generate_text(self, chat_log: conversation.ChatLog, json_schema: dict[str, Any] | None) -> str:
+        """One round without tools (JSON matching `json_schema` if given), streamed into the log."""
+        template = self._engine.chat_template
+        fmt = detect_format(template.source if template else None)
+        request = self._round(chat_log, Toolbox(), fmt, (), with_tools=False)
+        if json_schema is not None:
+            # Our grammar spells out ranges; llama.cpp's converter (or the server's) covers the rest.
+            grammar = json_schema_grammar(json_schema) if self._engine.supports_grammar else None
+            request = replace(request, grammar=grammar) if grammar else replace(request, json_schema=json_schema)
+        turn = _Turn(fmt)
+        async for _content in chat_log.async_add_delta_content_stream(
+            self.entity_id, turn.stream(self._engine, request)
+        ):
+            pass
+        return turn.parsed.content if turn.parsed else ""
 
     async def _async_say(self, chat_log: conversation.ChatLog, text: str) -> None:
         async def reply() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:

@@ -17,6 +17,8 @@ from custom_components.botpsy.const import (
     CONF_N_CTX,
     CONF_N_THREADS,
     CONF_URL,
+    DEFAULT_AI_TASK_NAME,
+    DEFAULT_AI_TASK_OPTIONS,
     DEFAULT_CONVERSATION_NAME,
     DEFAULT_CONVERSATION_OPTIONS,
     DOMAIN,
@@ -52,7 +54,13 @@ def make_entry(data: dict[str, Any], title: str = "tiny") -> MockConfigEntry:
                 "data": DEFAULT_CONVERSATION_OPTIONS,
                 "title": DEFAULT_CONVERSATION_NAME,
                 "unique_id": None,
-            }
+            },
+            {
+                "subentry_type": "ai_task_data",
+                "data": DEFAULT_AI_TASK_OPTIONS,
+                "title": DEFAULT_AI_TASK_NAME,
+                "unique_id": None,
+            },
         ],
     )
 

@@ -57,7 +57,10 @@ async def test_embedded_with_model_file(hass: HomeAssistant, tiny_model: Path) -
     assert result["data"][CONF_MODEL_PATH] == str(tiny_model)
     assert result["data"][CONF_N_THREADS] == 2
     entry = result["result"]
-    assert [(s.subentry_type, s.title) for s in entry.subentries.values()] == [("conversation", "BotPsy")]
+    assert [(s.subentry_type, s.title) for s in entry.subentries.values()] == [
+        ("conversation", "BotPsy"),
+        ("ai_task_data", "BotPsy AI Task"),
+    ]
     await hass.async_block_till_done()
     assert entry.state is config_entries.ConfigEntryState.LOADED
     assert hass.states.get("conversation.botpsy") is not None

@@ -274,6 +274,7 @@ class EmbeddedEngine:
             "op": "generate",
             "prompt": prompt,
             "grammar": request.grammar,
+            "json_schema": request.json_schema,
             "stop": list(request.stop),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,

@@ -53,6 +53,8 @@ class GenerateRequest:
     messages: list[dict[str, Any]] | None = None
     tools: list[dict[str, Any]] | None = None
     grammar: str | None = None
+    # Structured output: the reply is JSON matching this schema (instead of `grammar`).
+    json_schema: dict[str, Any] | None = None
     stop: tuple[str, ...] = ()
     max_tokens: int = 256
     temperature: float = 0.2
@@ -63,6 +65,8 @@ class GenerateRequest:
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("Give exactly one of prompt or messages")
+        if self.grammar is not None and self.json_schema is not None:
+            raise ValueError("Give a grammar or a JSON schema, not both")
 
 
 @dataclass(slots=True)

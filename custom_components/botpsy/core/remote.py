@@ -169,6 +169,8 @@ class RemoteEngine:
             }
             if request.grammar:
                 body["grammar"] = request.grammar
+            if request.json_schema is not None:
+                body["json_schema"] = request.json_schema
             return "/completion", body
         body = {
             **common,
@@ -183,6 +185,9 @@ class RemoteEngine:
             if not self._native:
                 raise EngineError("This server does not accept grammars")
             body["grammar"] = request.grammar
+        if request.json_schema is not None:
+            schema = {"name": "result", "schema": request.json_schema, "strict": True}
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
         return "/v1/chat/completions", body
 
     async def _post_stream(self, path: str, body: dict[str, Any]) -> aiohttp.ClientResponse:

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 import llama_cpp
-from llama_cpp.llama_grammar import LlamaGrammar
+from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
 
 class Protocol:
@@ -116,7 +116,11 @@ class Model:
         cached = self._reuse_prefix(tokens)
         if request.get("seed") is not None:
             llm.set_seed(request["seed"])
-        grammar = self.grammar(request["grammar"]) if request.get("grammar") else None
+        grammar_text = request.get("grammar")
+        if request.get("json_schema") is not None:
+            # llama.cpp's own JSON-schema converter, run here so HA never loads llama.cpp.
+            grammar_text = json_schema_to_gbnf(json.dumps(request["json_schema"]))
+        grammar = self.grammar(grammar_text) if grammar_text else None
         stops: list[str] = request.get("stop") or []
         max_tokens = min(request["max_tokens"], llm.n_ctx() - len(tokens))
         timings: dict[str, float] = {"prompt_tokens": len(tokens), "cached_tokens": cached, "decoded_tokens": 0}
