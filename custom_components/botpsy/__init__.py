@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import Platform
@@ -16,9 +16,10 @@ from .const import DOMAIN
 from .core.engine import Engine, EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
 from .services import async_register_services
+from .stats import EngineStats
 
 CONFIG_SCHEMA = cv.config_entry_only_config_schema(DOMAIN)
-PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION)
+PLATFORMS = (Platform.AI_TASK, Platform.CONVERSATION, Platform.SENSOR)
 
 
 async def async_setup(hass: HomeAssistant, config: ConfigType) -> bool:
@@ -33,6 +34,7 @@ class BotPsyRuntimeData:
     """What the entry's platforms share."""
 
     engine: Engine
+    stats: EngineStats = field(default_factory=EngineStats)
 
 
 type BotPsyConfigEntry = ConfigEntry[BotPsyRuntimeData]

@@ -30,6 +30,9 @@ async def async_get_config_entry_diagnostics(hass: HomeAssistant, entry: BotPsyC
             "supports_grammar": engine.supports_grammar,
             "health": dataclasses.asdict(health),
             "last_timings": timings.as_dict() if timings else None,
+            "requests": entry.runtime_data.stats.requests,
+            "recent": list(entry.runtime_data.stats.recent),
+            "last_error": entry.runtime_data.stats.last_error,
         },
         "model": model,
     }

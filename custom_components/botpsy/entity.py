@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 import json
+import time
 from typing import Any
 
 from homeassistant.components import conversation
@@ -52,6 +53,7 @@ from .core.shortlist import restrict, shortlist
 from .core.tools import Tool
 from .core.validate import CallRejectedError, validate_call
 from .llm_api import CompiledTool
+from .stats import EngineStats
 
 
 def chat_messages(chat_log: conversation.ChatLog, max_history: int) -> list[dict[str, Any]]:
@@ -299,7 +301,7 @@ class BotPsyLLMEntity(Entity):
                 break
             request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=round_number < rounds)
             # After a failed action, text is held back: it could claim what did not happen.
-            turn = _Turn(fmt, stream_text=not failed, hold=hold)
+            turn = _Turn(fmt, self.entry.runtime_data.stats, stream_text=not failed, hold=hold)
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)
             ):
@@ -341,7 +343,7 @@ class BotPsyLLMEntity(Entity):
             # Our grammar spells out ranges; llama.cpp's converter (or the server's) covers the rest.
             grammar = json_schema_grammar(json_schema) if self._engine.supports_grammar else None
             request = replace(request, grammar=grammar) if grammar else replace(request, json_schema=json_schema)
-        turn = _Turn(fmt)
+        turn = _Turn(fmt, self.entry.runtime_data.stats)
         async for _content in chat_log.async_add_delta_content_stream(
             self.entity_id, turn.stream(self._engine, request)
         ):
@@ -360,9 +362,15 @@ class _Turn:
     """One generation: streams plain text as it comes, holds back and parses calls."""
 
     def __init__(
-        self, fmt: CallFormat, *, stream_text: bool = True, hold: Callable[[ToolCall], bool] = lambda _call: False
+        self,
+        fmt: CallFormat,
+        stats: EngineStats,
+        *,
+        stream_text: bool = True,
+        hold: Callable[[ToolCall], bool] = lambda _call: False,
     ) -> None:
         self.fmt = fmt
+        self.stats = stats
         self.stream_text = stream_text
         self._hold = hold
         self.held: list[ToolCall] = []
@@ -373,6 +381,7 @@ class _Turn:
         self, engine: Engine, request: GenerateRequest
     ) -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
         yield {"role": "assistant"}
+        started = time.monotonic()
         text = ""
         sent = 0
         server_calls: list[ToolCall] = []
@@ -391,8 +400,10 @@ class _Turn:
                     server_calls.append(ToolCall(event.name, _arguments(event.arguments)))
                 elif isinstance(event, Finished):
                     LOGGER.debug("Generation finished (%s): %s", event.reason, event.timings.as_dict())
+                    self.stats.async_record(event.timings, time.monotonic() - started)
         except EngineError as err:
             LOGGER.error("BotPsy engine error: %s", err)
+            self.stats.async_record_error(str(err))
             raise HomeAssistantError(
                 translation_domain=DOMAIN, translation_key="engine_error", translation_placeholders={"error": str(err)}
             ) from err

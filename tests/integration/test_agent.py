@@ -117,8 +117,9 @@ async def test_call_runs_and_reply_says_what_changed(
 
 
 def device_states(hass: HomeAssistant) -> dict[str, str]:
-    """All states but the agent's own (its state is the time of its last answer)."""
-    return {s.entity_id: s.state for s in hass.states.async_all() if s.domain != "conversation"}
+    """The home's states: all but BotPsy's own entities (agents, engine sensors)."""
+    ours = {e.entity_id for e in er.async_get(hass).entities.values() if e.platform == "botpsy"}
+    return {s.entity_id: s.state for s in hass.states.async_all() if s.entity_id not in ours}
 
 
 async def test_text_answer_acts_on_nothing(hass: HomeAssistant, agent: MockConfigEntry) -> None:

@@ -60,6 +60,11 @@ async def test_embedded_agent_replies_and_keeps_context(hass: HomeAssistant, emb
     assert second.prompt_tokens > first_prompt
     assert second.cached_tokens > 0
     assert len(assistant_replies(hass, result.conversation_id)) == 2
+    # The engine's sensors follow its requests.
+    assert hass.states.get("sensor.tiny_requests_served").state == "2"  # type: ignore[union-attr]
+    assert float(hass.states.get("sensor.tiny_prompt_tokens_reused").state) > 0  # type: ignore[union-attr]
+    assert float(hass.states.get("sensor.tiny_decode_speed").state) > 0  # type: ignore[union-attr]
+    assert hass.states.get("sensor.tiny_last_error").state == "unknown"  # type: ignore[union-attr]
 
 
 async def test_remote_agent_replies(hass: HomeAssistant, remote_data: dict[str, Any]) -> None:
@@ -85,6 +90,16 @@ async def test_worker_killed_gives_an_error_reply_then_recovers(
     # The dead worker is noticed and a new one started for this request.
     assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
     assert engine.pid is not None
+
+
+async def test_engine_error_is_a_clear_reply_and_a_sensor(hass: HomeAssistant, embedded_entry: MockConfigEntry) -> None:
+    engine = embedded_entry.runtime_data.engine
+    assert isinstance(engine, EmbeddedEngine)
+    await engine.async_unload()
+    result = await converse(hass, "Hello")
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert "The model failed to answer: The model is not loaded" in result.response.speech["plain"]["speech"]
+    assert hass.states.get("sensor.tiny_last_error").state == "The model is not loaded"  # type: ignore[union-attr]
 
 
 async def test_model_without_chat_template_uses_a_fallback(

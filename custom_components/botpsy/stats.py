@@ -1,0 +1,51 @@
+"""Figures of an engine's recent requests, for its sensors and diagnostics."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+import time
+from typing import Any
+
+from homeassistant.core import CALLBACK_TYPE, callback
+
+from .core.engine import Timings
+
+RECENT = 20
+
+
+@dataclass(slots=True)
+class EngineStats:
+    requests: int = 0
+    last_latency_s: float | None = None
+    last_decode_tokens_per_s: float | None = None
+    last_prompt_reuse_pct: float | None = None
+    last_error: str | None = None
+    recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
+    _listeners: list[Callable[[], None]] = field(default_factory=list)
+
+    @callback
+    def async_record(self, timings: Timings, latency_s: float) -> None:
+        self.requests += 1
+        self.last_latency_s = round(latency_s, 3)
+        if timings.decode_seconds > 0:
+            self.last_decode_tokens_per_s = round(timings.decoded_tokens / timings.decode_seconds, 1)
+        if timings.prompt_tokens:
+            self.last_prompt_reuse_pct = round(100 * timings.cached_tokens / timings.prompt_tokens, 1)
+        self.recent.append({"at": time.time(), "latency_s": self.last_latency_s, **timings.as_dict()})
+        self._notify()
+
+    @callback
+    def async_record_error(self, error: str) -> None:
+        self.last_error = error[:255]
+        self._notify()
+
+    @callback
+    def async_add_listener(self, listener: Callable[[], None]) -> CALLBACK_TYPE:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            listener()
