@@ -343,3 +343,21 @@ async def test_actions_refuse_other_agents(hass: HomeAssistant, agent: MockConfi
             blocking=True,
             return_response=True,
         )
+
+
+async def test_states_come_after_the_cacheable_prefix(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    engine = script(agent, "They are on.")
+    _speech, conversation_id = await ask(hass, "Are the kitchen lights on?")
+    engine.outputs.append("Yes.")
+    await ask(hass, "And now?", conversation_id)
+    first, second = (r.prompt or "" for r in engine.requests)
+    head, _, last_turn = first.rpartition("<|im_start|>user\n")
+    assert '"entity_id":"light.kitchen_lights"' in last_turn and '"state":"on"' in last_turn
+    assert '"state":' not in head.split("</tools>")[-1]  # no states before the turn
+    assert last_turn.index("Devices now") < last_turn.index("Request: Are the kitchen lights on?")
+    # The second request extends the first (up to HA's clock line): history keeps the plain
+    # user text, no states; the follow-up is still about the kitchen lights.
+    stable = head.split("Current time")[0]
+    assert len(stable) > 1000 and second.startswith(stable)
+    assert '"entity_id":"light.kitchen_lights"' in second.rpartition("<|im_start|>user\n")[2]
+    assert "<|im_start|>user\nAre the kitchen lights on?<|im_end|>" in second
