@@ -26,6 +26,8 @@ from custom_components.botpsy.const import (
     ENGINE_REMOTE,
 )
 
+from .demo_home import async_setup_demo_home
+
 
 @pytest.fixture(autouse=True)
 async def auto_enable_custom_integrations(hass: HomeAssistant, enable_custom_integrations: None) -> None:
@@ -78,3 +80,14 @@ async def embedded_entry(hass: HomeAssistant, tiny_model: Path) -> MockConfigEnt
 @pytest.fixture
 def remote_data(llama_server: str, socket_enabled: None) -> dict[str, Any]:
     return {CONF_ENGINE: ENGINE_REMOTE, CONF_URL: llama_server}
+
+
+@pytest.fixture
+async def agent(hass: HomeAssistant, tiny_model: Path) -> MockConfigEntry:
+    """A BotPsy agent on the realistic demo home (swap its engine with `scripted.script`)."""
+    await async_setup_demo_home(hass)
+    entry = make_entry(embedded_data(tiny_model))
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    return entry

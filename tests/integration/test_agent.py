@@ -7,7 +7,6 @@ grammar, whose output must always parse, whatever the weights.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 import re
 from typing import Any
@@ -21,70 +20,10 @@ from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
-from custom_components.botpsy.core.chat_template import ChatTemplate
-from custom_components.botpsy.core.engine import (
-    EngineHealth,
-    Finished,
-    GenerateEvent,
-    GenerateRequest,
-    ModelInfo,
-    TextDelta,
-)
-from custom_components.botpsy.core.formats import FORMATS, ToolCall
+from custom_components.botpsy.core.formats import ToolCall
 from tests.grammar_check import GrammarChecker
-from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
-from .conftest import embedded_data, make_entry
-from .demo_home import async_setup_demo_home
-
-XML = FORMATS["qwen_xml"]
-
-
-class ScriptedEngine:
-    """An engine whose outputs are given in advance; it records what it was asked."""
-
-    supports_grammar = True
-
-    def __init__(self, outputs: list[str]) -> None:
-        self.outputs = outputs
-        self.requests: list[GenerateRequest] = []
-        self.chat_template = ChatTemplate(QWEN35_CHAT_TEMPLATE)
-        self.model_info = ModelInfo("scripted", "qwen35", 4096, QWEN35_CHAT_TEMPLATE, eos_token="<|im_end|>")
-
-    async def async_load(self) -> ModelInfo:
-        return self.model_info
-
-    async def async_count_tokens(self, text: str) -> int:
-        return len(text)
-
-    async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        self.requests.append(request)
-        text = self.outputs.pop(0)
-        for i in range(0, len(text), 7):
-            yield TextDelta(text[i : i + 7])
-        yield Finished("stop")
-
-    async def async_health(self) -> EngineHealth:
-        return EngineHealth(True, "scripted")
-
-    async def async_unload(self) -> None:
-        return None
-
-
-@pytest.fixture
-async def agent(hass: HomeAssistant, tiny_model: Path) -> MockConfigEntry:
-    await async_setup_demo_home(hass)
-    entry = make_entry(embedded_data(tiny_model))
-    entry.add_to_hass(hass)
-    assert await hass.config_entries.async_setup(entry.entry_id)
-    await hass.async_block_till_done()
-    return entry
-
-
-def script(entry: MockConfigEntry, *outputs: str) -> ScriptedEngine:
-    engine = ScriptedEngine(list(outputs))
-    entry.runtime_data.engine = engine
-    return engine
+from .scripted import XML, script
 
 
 async def ask(hass: HomeAssistant, text: str, conversation_id: str | None = None) -> tuple[str, str]:

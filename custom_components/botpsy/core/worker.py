@@ -114,8 +114,8 @@ class Model:
         if len(tokens) + 1 > llm.n_ctx():
             raise ValueError(f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}")
         cached = self._reuse_prefix(tokens)
-        if request.get("seed") is not None:
-            llm.set_seed(request["seed"])
+        # Same prompt, same answer: sampling is seeded (0 unless the request says otherwise).
+        llm.set_seed(request["seed"] if request.get("seed") is not None else 0)
         grammar_text = request.get("grammar")
         if request.get("json_schema") is not None:
             # llama.cpp's own JSON-schema converter, run here so HA never loads llama.cpp.

@@ -1,0 +1,58 @@
+"""A scripted engine and an agent on the realistic home, for tests of the agent's logic."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.botpsy.core.chat_template import ChatTemplate
+from custom_components.botpsy.core.engine import (
+    EngineHealth,
+    Finished,
+    GenerateEvent,
+    GenerateRequest,
+    ModelInfo,
+    TextDelta,
+)
+from custom_components.botpsy.core.formats import FORMATS
+from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
+
+XML = FORMATS["qwen_xml"]
+
+
+class ScriptedEngine:
+    """An engine whose outputs are given in advance; it records what it was asked."""
+
+    supports_grammar = True
+
+    def __init__(self, outputs: list[str]) -> None:
+        self.outputs = outputs
+        self.requests: list[GenerateRequest] = []
+        self.chat_template = ChatTemplate(QWEN35_CHAT_TEMPLATE)
+        self.model_info = ModelInfo("scripted", "qwen35", 4096, QWEN35_CHAT_TEMPLATE, eos_token="<|im_end|>")
+
+    async def async_load(self) -> ModelInfo:
+        return self.model_info
+
+    async def async_count_tokens(self, text: str) -> int:
+        return len(text)
+
+    async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        self.requests.append(request)
+        text = self.outputs.pop(0)
+        for i in range(0, len(text), 7):
+            yield TextDelta(text[i : i + 7])
+        yield Finished("stop")
+
+    async def async_health(self) -> EngineHealth:
+        return EngineHealth(True, "scripted")
+
+    async def async_unload(self) -> None:
+        return None
+
+
+def script(entry: MockConfigEntry, *outputs: str) -> ScriptedEngine:
+    engine = ScriptedEngine(list(outputs))
+    entry.runtime_data.engine = engine
+    return engine

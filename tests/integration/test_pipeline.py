@@ -1,0 +1,69 @@
+"""BotPsy inside an Assist pipeline (text in, text out), with and without "prefer local"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homeassistant.components.assist_pipeline import PipelineEvent, PipelineEventType, PipelineStage
+from homeassistant.components.assist_pipeline.pipeline import async_get_pipeline, async_update_pipeline
+from homeassistant.components.assist_pipeline.run import PipelineInput, PipelineRun
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import chat_session
+from homeassistant.setup import async_setup_component
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from custom_components.botpsy.core.formats import ToolCall
+
+from .scripted import XML, script
+
+
+async def run_text(hass: HomeAssistant, text: str, *, prefer_local: bool) -> dict[str, Any]:
+    assert await async_setup_component(hass, "intent", {})
+    assert await async_setup_component(hass, "assist_pipeline", {})
+    pipeline = async_get_pipeline(hass)
+    await async_update_pipeline(
+        hass, pipeline, conversation_engine="conversation.botpsy", prefer_local_intents=prefer_local
+    )
+    pipeline = async_get_pipeline(hass, pipeline.id)
+    events: list[PipelineEvent] = []
+    with chat_session.async_get_chat_session(hass) as session:
+        run = PipelineRun(hass, Context(), pipeline, PipelineStage.INTENT, PipelineStage.INTENT, events.append)
+        pipeline_input = PipelineInput(run=run, session=session, intent_input=text)
+        await pipeline_input.validate()
+        await pipeline_input.execute()
+    end = next(e for e in events if e.type is PipelineEventType.INTENT_END)
+    assert end.data is not None
+    return end.data
+
+
+def speech(data: dict[str, Any]) -> str:
+    return str(data["intent_output"]["response"]["speech"]["plain"]["speech"])
+
+
+async def test_pipeline_runs_the_agent(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    engine = script(agent, XML.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen_lights"})))
+    data = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
+    assert speech(data) == "Kitchen Lights: on → off."
+    assert data["processed_locally"] is False
+    assert len(engine.requests) == 1
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+
+
+async def test_prefer_local_handles_plain_commands_without_the_model(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    engine = script(agent)
+    data = await run_text(hass, "turn off the kitchen lights", prefer_local=True)
+    assert data["processed_locally"] is True
+    assert engine.requests == []
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+
+
+async def test_prefer_local_leaves_the_rest_to_the_agent(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    engine = script(
+        agent, XML.render(ToolCall("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 80}))
+    )
+    data = await run_text(hass, "it is too dark by the bed", prefer_local=True)
+    assert data["processed_locally"] is False
+    assert len(engine.requests) == 1
+    assert speech(data).startswith("Bed Light: off → on")
