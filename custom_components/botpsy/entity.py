@@ -173,9 +173,7 @@ class BotPsyLLMEntity(Entity):
         try:
             prompt = template.render(messages, tools=schemas or None)
         except EngineError as err:
-            raise HomeAssistantError(
-                translation_domain=DOMAIN, translation_key="prompt_failed", translation_placeholders={"error": str(err)}
-            ) from err
+            raise _failure("prompt_failed", err) from err
         info = self._engine.model_info
         stop = (info.eos_token,) if info and info.eos_token else ()
         return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
@@ -212,9 +210,12 @@ class BotPsyLLMEntity(Entity):
             entity_ids = shortlist(toolbox.home.entities, text)
             request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=True)
             output = ""
-            async for event in self._engine.generate(request):
-                if isinstance(event, TextDelta):
-                    output += event.text
+            try:
+                async for event in self._engine.generate(request):
+                    if isinstance(event, TextDelta):
+                        output += event.text
+            except EngineError as err:
+                raise _failure("engine_error", err) from err
         tools = {t.name: t for t in toolbox.compiled}
         plan: list[dict[str, Any]] = []
         for call in fmt.parse(output).calls:
@@ -321,6 +322,16 @@ class BotPsyLLMEntity(Entity):
                     results.append({**data, "name": content.tool_name})
                     # What the search found can be acted on in the next round.
                     entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
+            LOGGER.debug(
+                "Request %r, round %d: %d entities shortlisted, grammar %d bytes, calls %s, held %s, results %s",
+                utterance,
+                round_number,
+                len(entity_ids),
+                len(request.grammar or ""),
+                [(c.tool_name, c.tool_args) for c in turn.calls],
+                turn.held,
+                results[len(results) - len(turn.calls) :] if turn.calls else [],
+            )
             if turn.held:
                 # Whatever else ran is reported with the question.
                 done = [r for r in results[len(results) - len(turn.calls) :] if _is_action(toolbox.compiled, r["name"])]
@@ -415,9 +426,7 @@ class _Turn:
         except EngineError as err:
             LOGGER.error("BotPsy engine error: %s", err)
             self.stats.async_record_error(str(err))
-            raise HomeAssistantError(
-                translation_domain=DOMAIN, translation_key="engine_error", translation_placeholders={"error": str(err)}
-            ) from err
+            raise _failure("engine_error", err) from err
         self.parsed = self.fmt.parse(text)
         if self.parsed.errors:
             LOGGER.debug("Unusable calls in model output: %s", self.parsed.errors)
@@ -429,6 +438,13 @@ class _Turn:
         if calls:
             self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]
             yield {"tool_calls": self.calls}
+
+
+def _failure(key: str, err: EngineError) -> HomeAssistantError:
+    """The engine's error as a translated one, for the user."""
+    return HomeAssistantError(
+        translation_domain=DOMAIN, translation_key=key, translation_placeholders={"error": str(err)}
+    )
 
 
 def _safe(text: str, marker: str) -> int:

@@ -67,3 +67,53 @@ async def test_prefer_local_leaves_the_rest_to_the_agent(hass: HomeAssistant, ag
     assert data["processed_locally"] is False
     assert len(engine.requests) == 1
     assert speech(data).startswith("Bed Light: off → on")
+
+
+async def test_reply_streams_into_the_pipeline(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Text arrives in pieces as it is generated, so TTS can start before the end."""
+    script(agent, "Which light do you mean, the kitchen or the bedroom one?")
+    assert await async_setup_component(hass, "assist_pipeline", {})
+    events: list[PipelineEvent] = []
+    pipeline = async_get_pipeline(hass)
+    await async_update_pipeline(hass, pipeline, conversation_engine="conversation.botpsy")
+    with chat_session.async_get_chat_session(hass) as session:
+        run = PipelineRun(
+            hass, Context(), async_get_pipeline(hass, pipeline.id), PipelineStage.INTENT, PipelineStage.INTENT,
+            events.append,
+        )  # fmt: skip
+        pipeline_input = PipelineInput(run=run, session=session, intent_input="Turn on the light")
+        await pipeline_input.validate()
+        await pipeline_input.execute()
+    pieces = [
+        e.data["chat_log_delta"]["content"]
+        for e in events
+        if e.type is PipelineEventType.INTENT_PROGRESS and e.data and "content" in e.data.get("chat_log_delta", {})
+    ]
+    assert len(pieces) > 3
+    assert "".join(pieces) == "Which light do you mean, the kitchen or the bedroom one?"
+
+
+async def test_real_model_through_pipeline_process_and_plan(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Real llama.cpp on the tiny model: whatever it does is valid, and reported as it happened."""
+    from .test_agent import device_states
+
+    before = device_states(hass)
+    plan = await hass.services.async_call(
+        "botpsy", "plan", {"entity_id": "conversation.botpsy", "text": "Turn off the kitchen lights"},
+        blocking=True, return_response=True,
+    )  # fmt: skip
+    assert plan is not None and all(call["valid"] for call in plan["calls"])  # type: ignore[union-attr]
+    assert device_states(hass) == before
+
+    response = await hass.services.async_call(
+        "botpsy", "process", {"entity_id": "conversation.botpsy", "text": "Turn off the kitchen lights"},
+        blocking=True, return_response=True,
+    )  # fmt: skip
+    assert response is not None
+    after = device_states(hass)
+    changed = {e for e in after if after[e] != before.get(e)}
+    reported = {c["entity_id"] for c in response["changes"]}  # type: ignore[union-attr]
+    assert {e for e in reported if before.get(e) != after.get(e)} == changed
+
+    data = await run_text(hass, "Is the bed light on?", prefer_local=False)
+    assert isinstance(speech(data), str)
