@@ -52,10 +52,8 @@ from .const import (
     CONF_TEMPERATURE,
     CONF_URL,
     DEFAULT_AI_TASK_NAME,
-    DEFAULT_AI_TASK_OPTIONS,
     DEFAULT_CONFIRM_RISKY,
     DEFAULT_CONVERSATION_NAME,
-    DEFAULT_CONVERSATION_OPTIONS,
     DEFAULT_HF_FILE,
     DEFAULT_HF_REPO,
     DEFAULT_MAX_HISTORY,
@@ -63,6 +61,7 @@ from .const import (
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
+    DEFAULT_SUBENTRIES,
     DEFAULT_TEMPERATURE,
     DOMAIN,
     ENGINE_EMBEDDED,
@@ -161,20 +160,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_create_entry(
             title=title,
             data=self._data,
-            subentries=[
-                {
-                    "subentry_type": "conversation",
-                    "data": DEFAULT_CONVERSATION_OPTIONS,
-                    "title": DEFAULT_CONVERSATION_NAME,
-                    "unique_id": None,
-                },
-                {
-                    "subentry_type": "ai_task_data",
-                    "data": DEFAULT_AI_TASK_OPTIONS,
-                    "title": DEFAULT_AI_TASK_NAME,
-                    "unique_id": None,
-                },
-            ],
+            subentries=[{**subentry, "unique_id": None} for subentry in DEFAULT_SUBENTRIES],  # type: ignore[typeddict-item]
         )
 
     async def async_step_embedded(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:

@@ -60,5 +60,11 @@ DEFAULT_AI_TASK_OPTIONS: Final = {
     CONF_MAX_TOKENS: DEFAULT_MAX_TOKENS,
 }
 
+# The agents every new model entry starts with.
+DEFAULT_SUBENTRIES: Final = (
+    {"subentry_type": "conversation", "data": DEFAULT_CONVERSATION_OPTIONS, "title": DEFAULT_CONVERSATION_NAME},
+    {"subentry_type": "ai_task_data", "data": DEFAULT_AI_TASK_OPTIONS, "title": DEFAULT_AI_TASK_NAME},
+)
+
 # Repair issue raised when the model worker keeps crashing.
 ISSUE_WORKER_CRASHING: Final = "worker_crashing"

@@ -17,10 +17,7 @@ from custom_components.botpsy.const import (
     CONF_N_CTX,
     CONF_N_THREADS,
     CONF_URL,
-    DEFAULT_AI_TASK_NAME,
-    DEFAULT_AI_TASK_OPTIONS,
-    DEFAULT_CONVERSATION_NAME,
-    DEFAULT_CONVERSATION_OPTIONS,
+    DEFAULT_SUBENTRIES,
     DOMAIN,
     ENGINE_EMBEDDED,
     ENGINE_REMOTE,
@@ -50,20 +47,7 @@ def make_entry(data: dict[str, Any], title: str = "tiny") -> MockConfigEntry:
         domain=DOMAIN,
         title=title,
         data=data,
-        subentries_data=[
-            {
-                "subentry_type": "conversation",
-                "data": DEFAULT_CONVERSATION_OPTIONS,
-                "title": DEFAULT_CONVERSATION_NAME,
-                "unique_id": None,
-            },
-            {
-                "subentry_type": "ai_task_data",
-                "data": DEFAULT_AI_TASK_OPTIONS,
-                "title": DEFAULT_AI_TASK_NAME,
-                "unique_id": None,
-            },
-        ],
+        subentries_data=[{**subentry, "unique_id": None} for subentry in DEFAULT_SUBENTRIES],
     )
 
 

@@ -66,7 +66,38 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class QwenXMLFormat:
+class _TaggedFormat:
+    """Calls wrapped in tags: text before the first call is the content; each `_call`
+    match is read by `_read_call`; whatever is left over is an unfinished call."""
+
+    call_start: str
+    _call: re.Pattern[str]
+
+    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
+        """The call in `match`, or why it is unusable."""
+        raise NotImplementedError
+
+    def parse(self, text: str) -> ParsedOutput:
+        start = text.find(self.call_start)
+        out = ParsedOutput(content=(text if start < 0 else text[:start]).strip())
+        if start < 0:
+            return out
+        rest = text[start:]
+        for match in self._call.finditer(rest):
+            call = self._read_call(match)
+            if isinstance(call, str):
+                out.errors.append(call)
+            else:
+                out.calls.append(call)
+        if leftover := self._call.sub("", rest).strip():
+            out.errors.append(f"unfinished or malformed call: {leftover[:80]!r}")
+        return out
+
+    def value_text(self, value: Any) -> str:
+        return _json(value)
+
+
+class QwenXMLFormat(_TaggedFormat):
     """`<tool_call>\\n<function=NAME>\\n<parameter=K>\\nV\\n</parameter>\\n</function>\\n</tool_call>`."""
 
     name = "qwen_xml"
@@ -82,27 +113,14 @@ class QwenXMLFormat:
         )
         return f"<tool_call>\n<function={call.name}>\n{params}</function>\n</tool_call>"
 
-    def parse(self, text: str) -> ParsedOutput:
-        start = text.find(self.call_start)
-        out = ParsedOutput(content=(text if start < 0 else text[:start]).strip())
-        if start < 0:
-            return out
-        rest = text[start:]
-        for match in self._call.finditer(rest):
-            function = self._function.match(match.group(1))
-            if function is None:
-                out.errors.append(f"malformed call: {match.group(1)[:80]!r}")
-                continue
-            body = function.group(2)
-            arguments = {k: v for k, v in self._parameter.findall(body)}
-            if self._parameter.sub("", body).strip():
-                out.errors.append(f"malformed arguments in call of {function.group(1)}")
-                continue
-            out.calls.append(ToolCall(function.group(1), arguments))
-        leftover = self._call.sub("", rest).strip()
-        if leftover:
-            out.errors.append(f"unfinished or malformed call: {leftover[:80]!r}")
-        return out
+    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
+        function = self._function.match(match.group(1))
+        if function is None:
+            return f"malformed call: {match.group(1)[:80]!r}"
+        body = function.group(2)
+        if self._parameter.sub("", body).strip():
+            return f"malformed arguments in call of {function.group(1)}"
+        return ToolCall(function.group(1), dict(self._parameter.findall(body)))
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
         head = gbnf_literal(f"<tool_call>\n<function={name}>\n")
@@ -115,11 +133,8 @@ class QwenXMLFormat:
         # Raw text; it cannot contain the closing tag's line break.
         return gbnf_literal(literal) if literal is not None else f"[^\\n<]{{1,{MAX_TEXT_VALUE}}}"
 
-    def value_text(self, value: Any) -> str:
-        return _json(value)
 
-
-class HermesJSONFormat:
+class HermesJSONFormat(_TaggedFormat):
     """`<tool_call>\\n{"name": NAME, "arguments": {...}}\\n</tool_call>`."""
 
     name = "hermes_json"
@@ -129,29 +144,17 @@ class HermesJSONFormat:
     def render(self, call: ToolCall) -> str:
         return f"<tool_call>\n{_json({'name': call.name, 'arguments': call.arguments})}\n</tool_call>"
 
-    def parse(self, text: str) -> ParsedOutput:
-        start = text.find(self.call_start)
-        out = ParsedOutput(content=(text if start < 0 else text[:start]).strip())
-        if start < 0:
-            return out
-        rest = text[start:]
-        for match in self._call.finditer(rest):
-            try:
-                data = json.loads(match.group(1))
-            except json.JSONDecodeError as err:
-                out.errors.append(f"call is not valid JSON ({err.msg})")
-                continue
-            if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-                out.errors.append("call has no function name")
-                continue
-            arguments = data.get("arguments", {})
-            if not isinstance(arguments, dict):
-                out.errors.append(f"arguments of {data['name']} are not an object")
-                continue
-            out.calls.append(ToolCall(data["name"], arguments))
-        if leftover := self._call.sub("", rest).strip():
-            out.errors.append(f"unfinished or malformed call: {leftover[:80]!r}")
-        return out
+    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
+        try:
+            data = json.loads(match.group(1))
+        except json.JSONDecodeError as err:
+            return f"call is not valid JSON ({err.msg})"
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            return "call has no function name"
+        arguments = data.get("arguments", {})
+        if not isinstance(arguments, dict):
+            return f"arguments of {data['name']} are not an object"
+        return ToolCall(data["name"], arguments)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
         head = gbnf_literal(f'<tool_call>\n{{"name": {_json(name)}, "arguments": {{')
@@ -165,11 +168,8 @@ class HermesJSONFormat:
             return gbnf_literal(_json(literal))
         return f'"\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] ){{1,{MAX_TEXT_VALUE}}} "\\""'
 
-    def value_text(self, value: Any) -> str:
-        return _json(value)
 
-
-class GemmaFormat:
+class GemmaFormat(_TaggedFormat):
     """FunctionGemma: `<start_function_call>call:NAME{k:<escape>v<escape>,n:1}<end_function_call>`."""
 
     name = "gemma"
@@ -184,30 +184,17 @@ class GemmaFormat:
         )
         return f"<start_function_call>call:{call.name}{{{args}}}<end_function_call>"
 
-    def parse(self, text: str) -> ParsedOutput:
-        start = text.find(self.call_start)
-        out = ParsedOutput(content=(text if start < 0 else text[:start]).strip())
-        if start < 0:
-            return out
-        rest = text[start:]
-        for match in self._call.finditer(rest):
-            arguments: dict[str, Any] = {}
-            body = match.group(2)
-            position = 0
-            while position < len(body):
-                argument = self._argument.match(body, position)
-                if argument is None:
-                    break
-                key, raw, escaped = argument.group(1), argument.group(2), argument.group(3)
-                arguments[key] = escaped if escaped is not None else _plain(raw)
-                position = argument.end()
-            if position != len(body):
-                out.errors.append(f"malformed arguments in call of {match.group(1)}")
-                continue
-            out.calls.append(ToolCall(match.group(1), arguments))
-        if leftover := self._call.sub("", rest).strip():
-            out.errors.append(f"unfinished or malformed call: {leftover[:80]!r}")
-        return out
+    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
+        arguments: dict[str, Any] = {}
+        body = match.group(2)
+        position = 0
+        while position < len(body) and (argument := self._argument.match(body, position)) is not None:
+            key, raw, escaped = argument.group(1), argument.group(2), argument.group(3)
+            arguments[key] = escaped if escaped is not None else _plain(raw)
+            position = argument.end()
+        if position != len(body):
+            return f"malformed arguments in call of {match.group(1)}"
+        return ToolCall(match.group(1), arguments)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
         head = gbnf_literal(f"<start_function_call>call:{name}{{")
@@ -219,9 +206,6 @@ class GemmaFormat:
     def grammar_string(self, literal: str | None) -> str:
         inner = gbnf_literal(literal) if literal is not None else f"[^<]{{1,{MAX_TEXT_VALUE}}}"
         return f'"<escape>" {inner} "<escape>"'
-
-    def value_text(self, value: Any) -> str:
-        return _json(value)
 
 
 def _plain(raw: str) -> Any:
