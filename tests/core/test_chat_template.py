@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from custom_components.botpsy.core.chat_template import ChatTemplate, ChatTemplateError, fallback_template
+from custom_components.botpsy.core.formats import detect_format
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
 
 MESSAGES = [
@@ -32,6 +33,15 @@ def test_tools_are_rendered_in_the_system_block(tiny_model: Path) -> None:
     assert prompt.index("<tools>") < prompt.index('"light_turn_on"') < prompt.index("You control a home.")
 
 
+TOOL = {"type": "function", "function": {"name": "light_turn_on", "parameters": {"type": "object"}}}
+CALL = {"type": "function", "function": {"name": "light_turn_on", "arguments": {"entity_id": "light.kitchen"}}}
+TURNS = [
+    *MESSAGES,
+    {"role": "assistant", "content": "", "tool_calls": [CALL]},
+    {"role": "tool", "content": '{"executed": true}'},
+]
+
+
 def test_gemma_fallback_for_a_template_less_gemma() -> None:
     prompt = ChatTemplate(fallback_template("gemma3"), bos_token="<bos>").render(MESSAGES)
     assert prompt.startswith("<bos><start_of_turn>user\nYou control a home.<end_of_turn>\n")
@@ -41,6 +51,16 @@ def test_gemma_fallback_for_a_template_less_gemma() -> None:
 def test_chatml_fallback_for_other_architectures() -> None:
     prompt = ChatTemplate(fallback_template("llama")).render(MESSAGES[1:], add_generation_prompt=False)
     assert prompt == "<|im_start|>user\nTurn on the kitchen light<|im_end|>\n"
+
+
+@pytest.mark.parametrize("architecture", ["gemma3", "llama"])
+def test_fallbacks_offer_tools_and_show_calls_in_hermes_json(architecture: str) -> None:
+    source = fallback_template(architecture)
+    prompt = ChatTemplate(source).render(TURNS, tools=[TOOL])
+    assert prompt.index('{"type": "function", "function": {"name": "light_turn_on"') < prompt.index("You control")
+    assert '<tool_call>\n{"name": "light_turn_on", "arguments": {"entity_id": "light.kitchen"}}\n</tool_call>' in prompt
+    assert '<tool_response>\n{"executed": true}\n</tool_response>' in prompt
+    assert detect_format(source).name == "hermes_json"
 
 
 def test_broken_templates_are_clear_errors() -> None:

@@ -16,16 +16,32 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .engine import EngineError
 
-# For GGUFs without a chat template (base models such as the gemma-3-270m stand-in):
-# the turn format of the architecture's family, else ChatML.
+# For GGUFs without a chat template (base models such as the gemma-3-270m stand-in): the
+# turn format of the architecture's family, else ChatML; tools and calls in Hermes JSON,
+# the format most fine-tunes know.
+_TOOLS = (
+    "{% if tools %}# Tools\n\nYou may call functions. Their signatures:\n<tools>\n"
+    "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}</tools>\n\n"
+    'To call one, write <tool_call>{"name": NAME, "arguments": {ARGUMENTS}}</tool_call>\n\n{% endif %}'
+)
+_CONTENT = (
+    "{% if m.role == 'tool' %}<tool_response>\n{{ m.content }}\n</tool_response>"
+    "{% else %}{{ m.content }}{% for c in m.tool_calls or [] %}<tool_call>\n"
+    "{{ {'name': c.function.name, 'arguments': c.function.arguments} | tojson }}\n</tool_call>{% endfor %}{% endif %}"
+)
+_SYSTEM = "{% set system = messages[0].content if messages and messages[0].role == 'system' else '' %}"
 CHATML_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    _SYSTEM + "{% if tools or system %}<|im_start|>system\n" + _TOOLS + "{{ system }}<|im_end|>\n{% endif %}"
+    "{% for m in messages if m.role != 'system' %}"
+    "<|im_start|>{{ 'user' if m.role == 'tool' else m.role }}\n" + _CONTENT + "<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# Gemma has no system role: instructions and tools open the first user turn.
 GEMMA_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}"
-    "{% set role = 'model' if m.role == 'assistant' else 'user' %}"
-    "<start_of_turn>{{ role }}\n{{ m.content }}<end_of_turn>\n{% endfor %}"
+    "{{ bos_token }}" + _SYSTEM + "{% if tools or system %}<start_of_turn>user\n" + _TOOLS + "{{ system }}"
+    "<end_of_turn>\n{% endif %}"
+    "{% for m in messages if m.role != 'system' %}"
+    "<start_of_turn>{{ 'model' if m.role == 'assistant' else 'user' }}\n" + _CONTENT + "<end_of_turn>\n{% endfor %}"
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 _FALLBACK_TEMPLATES = {"gemma": GEMMA_TEMPLATE, "gemma2": GEMMA_TEMPLATE, "gemma3": GEMMA_TEMPLATE}
