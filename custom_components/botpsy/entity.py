@@ -313,7 +313,10 @@ class BotPsyLLMEntity(Entity):
                 break
             request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=round_number < rounds)
             # After a failed action, text is held back: it could claim what did not happen.
-            turn = _Turn(fmt, self.entry.runtime_data.stats, stream_text=not failed, hold=hold)
+            # The last round offers no tools: calls the model still writes are not run.
+            turn = _Turn(
+                fmt, self.entry.runtime_data.stats, stream_text=not failed, hold=hold, allow_calls=round_number < rounds
+            )
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)
             ):
@@ -340,11 +343,10 @@ class BotPsyLLMEntity(Entity):
                 await self._async_ask_confirmation(chat_log, turn.held[0])
                 return
             if not turn.calls:
-                if failed:
-                    break
-                if turn.parsed is not None and turn.parsed.errors and not turn.parsed.content:
+                if not failed and turn.parsed is not None and turn.parsed.errors and not turn.parsed.content:
                     await self._async_say(chat_log, "Sorry, I could not make sense of the model's answer.")
-                return
+                    return
+                break
             new = results[-len(turn.calls) :]
             actions = [r for r in new if _is_action(toolbox.compiled, r["name"])]
             # Only BotPsy's own actions, all done: say what changed. Reads, HA's intent
@@ -355,6 +357,8 @@ class BotPsyLLMEntity(Entity):
         actions = [r for r in results if _is_action(toolbox.compiled, r["name"])]
         if actions:
             await self._async_say(chat_log, describe(actions))
+        elif not isinstance(chat_log.content[-1], conversation.AssistantContent) or not chat_log.content[-1].content:
+            await self._async_say(chat_log, "Sorry, I could not finish that request.")
 
     async def _async_generate_text(self, chat_log: conversation.ChatLog, json_schema: dict[str, Any] | None) -> str:
         """One round without tools (JSON matching `json_schema` if given), streamed into the log."""
@@ -390,8 +394,10 @@ class _Turn:
         *,
         stream_text: bool = True,
         hold: Callable[[ToolCall], bool] = lambda _call: False,
+        allow_calls: bool = True,
     ) -> None:
         self.fmt = fmt
+        self.allow_calls = allow_calls
         self.stats = stats
         self.stream_text = stream_text
         self._hold = hold
@@ -433,7 +439,7 @@ class _Turn:
         if text.find(start) < 0 and sent < len(text) and self.stream_text:
             yield {"content": text[sent:]}
         calls: list[ToolCall] = []
-        for call in self.parsed.calls + server_calls:
+        for call in self.parsed.calls + server_calls if self.allow_calls else []:
             (self.held if self._hold(call) else calls).append(call)
         if calls:
             self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]

@@ -300,3 +300,13 @@ async def test_states_come_after_the_cacheable_prefix(hass: HomeAssistant, agent
     assert len(stable) > 1000 and second.startswith(stable)
     assert '"entity_id":"light.kitchen_lights"' in second.rpartition("<|im_start|>user\n")[2]
     assert "<|im_start|>user\nAre the kitchen lights on?<|im_end|>" in second
+
+
+async def test_a_model_that_only_keeps_calling_gets_an_honest_end(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
+    engine = script(agent, read, read, read, read)
+    speech, conversation_id = await ask(hass, "What about the bed light?")
+    assert speech == "Sorry, I could not finish that request."
+    assert len(engine.requests) == 4
+    assert engine.requests[-1].grammar is None and "<tools>" not in (engine.requests[-1].prompt or "")
+    assert len(tool_results(hass, conversation_id)) == 3  # the last round's call was not run
