@@ -21,19 +21,11 @@ from custom_components.botpsy.core.engine import (
     TextDelta,
 )
 
+from .generation import run
+
 CALL_GRAMMAR = r'root ::= "<tool_call>" [a-z]{3,8} "</tool_call>"'
 # Cannot end before 300 tokens: generation runs until max_tokens, cancelled or killed.
 ENDLESS_GRAMMAR = r"root ::= [a-z]{300,}"
-
-
-async def run(engine: EmbeddedEngine, request: GenerateRequest) -> tuple[str, Finished]:
-    text = ""
-    async for event in engine.generate(request):
-        if isinstance(event, TextDelta):
-            text += event.text
-        elif isinstance(event, Finished):
-            return text, event
-    raise AssertionError("no Finished event")
 
 
 @pytest.fixture(params=["qwen3", "qwen35"])

@@ -21,21 +21,13 @@ from custom_components.botpsy.core.engine import (
 )
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
 
+from .generation import run
+
 
 @pytest.fixture
 async def session() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
         yield session
-
-
-async def collect(engine: RemoteEngine, request: GenerateRequest) -> tuple[str, Finished]:
-    text = ""
-    async for event in engine.generate(request):
-        if isinstance(event, TextDelta):
-            text += event.text
-        elif isinstance(event, Finished):
-            return text, event
-    raise AssertionError("no Finished event")
 
 
 async def test_llama_server_raw_prompt_with_grammar(llama_server: str, session: aiohttp.ClientSession) -> None:
@@ -47,13 +39,13 @@ async def test_llama_server_raw_prompt_with_grammar(llama_server: str, session: 
     assert await engine.async_count_tokens("hello there") > 0
     prompt = "<|im_start|>user\nturn on the light<|im_end|>\n<|im_start|>assistant\n"
     grammar = r'root ::= "<tool_call>" [a-z]{3,8} "</tool_call>"'
-    text, finished = await collect(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
+    text, finished = await run(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
     assert re.fullmatch(r"<tool_call>[a-z]{3,8}</tool_call>", text), text
     assert finished.reason == "stop"
     assert finished.timings.decoded_tokens > 0
     assert finished.timings.prompt_tokens >= await engine.async_count_tokens(prompt) - 1
     # The same prompt again: the server reuses its cached prefix and says so.
-    _text, again = await collect(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
+    _text, again = await run(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
     assert again.timings.cached_tokens > 0
     assert (await engine.async_health()).ok
 
@@ -145,7 +137,7 @@ async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSe
         await engine.async_load()
         assert not engine.supports_grammar
         with pytest.raises(EngineError, match="raw prompt"):
-            await collect(engine, GenerateRequest(prompt="x"))
+            await run(engine, GenerateRequest(prompt="x"))
         with pytest.raises(EngineError, match="count tokens"):
             await engine.async_count_tokens("x")
         events = [e async for e in engine.generate(GenerateRequest(messages=[{"role": "user", "content": "hi"}]))]
@@ -180,7 +172,7 @@ async def test_server_dying_mid_stream_is_an_error(session: aiohttp.ClientSessio
         engine = RemoteEngine(RemoteOptions(str(server.make_url(""))), session)
         await engine.async_load()
         with pytest.raises(EngineUnavailableError, match="Lost the server"):
-            await collect(engine, GenerateRequest(messages=[{"role": "user", "content": "hi"}]))
+            await run(engine, GenerateRequest(messages=[{"role": "user", "content": "hi"}]))
     finally:
         await server.close()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from difflib import SequenceMatcher
+from functools import lru_cache
 import re
 
 from .home import Entity
@@ -36,12 +37,20 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+@lru_cache(maxsize=8192)
+def words(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(text.lower()))
 
 
+@lru_cache(maxsize=65536)
 def _similar(a: str, b: str) -> bool:
-    return a == b or (len(a) > 3 and len(b) > 3 and SequenceMatcher(None, a, b).ratio() >= 0.8)
+    """Equal, or close enough to be a misspelling (cheap bounds first: this runs per word pair)."""
+    if a == b:
+        return True
+    if len(a) <= 3 or len(b) <= 3 or abs(len(a) - len(b)) > 2:
+        return False
+    matcher = SequenceMatcher(None, a, b)
+    return matcher.real_quick_ratio() >= 0.8 and matcher.quick_ratio() >= 0.8 and matcher.ratio() >= 0.8
 
 
 def _overlap(query: Sequence[str], phrase: str) -> float:
