@@ -8,8 +8,9 @@ using it unloads.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+import hashlib
 import os
 from typing import Any
 
@@ -77,13 +78,16 @@ class EngineManager:
             async_get_clientsession(self.hass),
         )
 
-    def _crash_reporter(self, key: str, model_path: str) -> Any:
+    def _crash_reporter(self, key: str, model_path: str) -> Callable[[str], None]:
+        # A stable id (not hash(), which changes per run): the same model keeps one issue.
+        issue_id = f"{ISSUE_WORKER_CRASHING}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
         @callback
         def report(reason: str) -> None:
             ir.async_create_issue(
                 self.hass,
                 DOMAIN,
-                f"{ISSUE_WORKER_CRASHING}_{abs(hash(key))}",
+                issue_id,
                 is_fixable=False,
                 severity=ir.IssueSeverity.ERROR,
                 translation_key=ISSUE_WORKER_CRASHING,
