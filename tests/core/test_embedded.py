@@ -102,9 +102,31 @@ async def test_prefix_is_reported_cached(engine: EmbeddedEngine) -> None:
         # A transformer's KV cache is cut back to the shared prefix.
         assert timings.cached_tokens >= await engine.async_count_tokens(prefix) - 1
     else:
-        # Recurrent state cannot be cut back: llama.cpp evaluates everything again,
-        # and the figures say so.
+        # Recurrent state cannot be cut back: this request evaluates everything again
+        # (the figures say so) and keeps a snapshot at the prefix the two requests share...
         assert timings.cached_tokens == 0
+        _text, third = await run(engine, GenerateRequest(prompt=prefix + "third one", max_tokens=2))
+        # ...which the next request restores instead of evaluating the prefix.
+        assert third.timings.cached_tokens >= await engine.async_count_tokens(prefix) - 1
+
+
+async def test_restored_snapshot_gives_the_same_answer(tiny_models: dict[str, Path]) -> None:
+    """A hybrid model restored from a snapshot answers exactly as if it evaluated everything."""
+    prefix = "<|im_start|>system\nYou control a home with many lights.<|im_end|>\n"
+    request = GenerateRequest(prompt=prefix + "turn on the hall", max_tokens=12, temperature=0.0)
+    answers = []
+    for warm_up in ([], ["first", "second"]):
+        engine = EmbeddedEngine(EmbeddedOptions(str(tiny_models["qwen35"]), n_ctx=512, n_threads=2))
+        await engine.async_load()
+        try:
+            for text in warm_up:
+                await run(engine, GenerateRequest(prompt=prefix + text, max_tokens=2))
+            answer, finished = await run(engine, request)
+            answers.append((answer, finished.timings.cached_tokens > 0))
+        finally:
+            await engine.async_unload()
+    assert answers[0][0] == answers[1][0]
+    assert answers == [(answers[0][0], False), (answers[0][0], True)]
 
 
 async def test_closing_the_stream_cancels_and_the_next_request_works(engine: EmbeddedEngine) -> None:

@@ -13,7 +13,9 @@ generation runs. The worker exits when stdin closes, so it never outlives its pa
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
+import ctypes
 import json
 import os
 import queue
@@ -24,6 +26,9 @@ from typing import Any
 
 import llama_cpp
 from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+
+# State snapshots kept (each holds the recurrent state and the prefix's KV cache).
+MAX_SNAPSHOTS = 2
 
 
 class Protocol:
@@ -69,6 +74,8 @@ class Model:
         self.bos_text = self._token_text(self.llm.token_bos())
         self.eos_text = self._token_text(self.llm.token_eos())
         self._grammars: dict[str, LlamaGrammar] = {}
+        # Prefix tokens -> sequence state, for models whose memory cannot be cut back.
+        self._snapshots: OrderedDict[tuple[int, ...], ctypes.Array[ctypes.c_uint8]] = OrderedDict()
 
     def _token_text(self, token: int) -> str:
         return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
@@ -88,11 +95,16 @@ class Model:
             self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
         return self._grammars[text]
 
-    def _reuse_prefix(self, tokens: list[int]) -> int:
-        """Keep the evaluated prefix shared with `tokens`; return its length.
+    def _reuse_prefix(self, tokens: list[int]) -> tuple[int, int]:
+        """Keep the evaluated prefix shared with `tokens`.
+
+        Returns how many of `tokens` are in the model's memory now, and how many of those
+        were reused rather than evaluated for this request.
 
         At least the last prompt token is evaluated again, so the sampler has fresh
-        logits. Models whose memory cannot be cut back (recurrent, hybrid) start over.
+        logits. Transformers cut their KV cache back to the shared prefix. Recurrent and
+        hybrid models (Qwen3.5) cannot: they restore a snapshot of the state taken at the
+        prefix a previous request shared, and take one now if there is none yet.
         """
         llm = self.llm
         shared = 0
@@ -103,9 +115,36 @@ class Model:
         shared = min(shared, len(tokens) - 1)
         if shared > 0 and llm._ctx.kv_cache_seq_rm(-1, shared, -1):
             llm.n_tokens = shared
-            return shared
+            return shared, shared
+        prefix = max(
+            (p for p in self._snapshots if len(p) < len(tokens) and tuple(tokens[: len(p)]) == p), key=len, default=None
+        )
         llm.reset()  # type: ignore[no-untyped-call]
-        return 0
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if prefix is not None:
+            state = self._snapshots[prefix]
+            self._snapshots.move_to_end(prefix)
+            if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, state, len(state), 0):
+                llm.input_ids[: len(prefix)] = prefix
+                llm.n_tokens = len(prefix)
+                return len(prefix), len(prefix)
+            llm.reset()  # type: ignore[no-untyped-call]
+        if shared > 0:
+            # The prefix this request shares with the last one is likely stable: evaluate it
+            # first and keep the state, so the next request starts there.
+            llm.eval(tokens[:shared])
+            self._snapshot(tuple(tokens[:shared]))
+        return llm.n_tokens, 0
+
+    def _snapshot(self, prefix: tuple[int, ...]) -> None:
+        ctx = self.llm._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        state = (ctypes.c_uint8 * size)()
+        if llama_cpp.llama_state_seq_get_data(ctx, state, size, 0) != size:
+            return
+        self._snapshots[prefix] = state
+        while len(self._snapshots) > MAX_SNAPSHOTS:
+            self._snapshots.popitem(last=False)
 
     def generate(self, request: dict[str, Any], cancelled: set[int]) -> Iterator[dict[str, Any]]:
         llm = self.llm
@@ -113,7 +152,7 @@ class Model:
         tokens = self.tokenize(request["prompt"])
         if len(tokens) + 1 > llm.n_ctx():
             raise ValueError(f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}")
-        cached = self._reuse_prefix(tokens)
+        start, cached = self._reuse_prefix(tokens)
         # Same prompt, same answer: sampling is seeded (0 unless the request says otherwise).
         llm.set_seed(request["seed"] if request.get("seed") is not None else 0)
         grammar_text = request.get("grammar")
@@ -130,7 +169,7 @@ class Model:
         sent = 0
         reason = "length"
         for token in llm.generate(
-            tokens[cached:],
+            tokens[start:],
             reset=False,
             temp=request["temperature"],
             top_p=request["top_p"],
