@@ -108,6 +108,8 @@ async def test_prefix_is_reported_cached(engine: EmbeddedEngine) -> None:
         _text, third = await run(engine, GenerateRequest(prompt=prefix + "third one", max_tokens=2))
         # ...which the next request restores instead of evaluating the prefix.
         assert third.timings.cached_tokens >= await engine.async_count_tokens(prefix) - 1
+        health = await engine.async_health()
+        assert "1 state snapshots" in health.detail, health.detail
 
 
 async def test_restored_snapshot_gives_the_same_answer(tiny_models: dict[str, Path]) -> None:

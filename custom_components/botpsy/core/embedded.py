@@ -294,13 +294,15 @@ class EmbeddedEngine:
     async def async_health(self) -> EngineHealth:
         if self.pid is None:
             return EngineHealth(False, "worker not running")
+        memory: dict[str, int] = {}
         try:
             async with asyncio.timeout(5), self._lock:
-                async for _reply in self._request({"op": "ping"}):
-                    pass
+                async for reply in self._request({"op": "ping"}):
+                    memory = reply["result"]
         except (TimeoutError, EngineError) as err:
             return EngineHealth(False, str(err) or "worker busy or not answering")
-        return EngineHealth(True, f"worker {self.pid} answering")
+        snapshots = f"{memory.get('snapshots', 0)} state snapshots ({memory.get('snapshot_bytes', 0) >> 10} KiB)"
+        return EngineHealth(True, f"worker {self.pid} answering; {snapshots}")
 
     def worker_rss_bytes(self) -> int | None:
         """Resident memory of the worker, from /proc (Linux)."""

@@ -136,6 +136,10 @@ class Model:
             self._snapshot(tuple(tokens[:shared]))
         return llm.n_tokens, 0
 
+    def snapshot_memory(self) -> dict[str, int]:
+        """What the kept state snapshots hold, for health and diagnostics."""
+        return {"snapshots": len(self._snapshots), "snapshot_bytes": sum(len(s) for s in self._snapshots.values())}
+
     def _snapshot(self, prefix: tuple[int, ...]) -> None:
         ctx = self.llm._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
@@ -238,7 +242,7 @@ def serve(options: dict[str, Any]) -> None:
         rid = request["id"]
         try:
             if request["op"] == "ping":
-                io.send({"id": rid, "result": "pong"})
+                io.send({"id": rid, "result": model.snapshot_memory()})
             elif request["op"] == "tokenize":
                 io.send({"id": rid, "result": len(model.tokenize(request["text"]))})
             elif request["op"] == "generate":
