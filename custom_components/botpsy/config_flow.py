@@ -151,7 +151,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
     @classmethod
     @callback
     def async_get_supported_subentry_types(cls, config_entry: ConfigEntry) -> dict[str, type[ConfigSubentryFlow]]:
-        return {"conversation": ConversationSubentryFlow, "ai_task_data": AITaskSubentryFlow}
+        return {"conversation": AgentSubentryFlow, "ai_task_data": AgentSubentryFlow}
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
         return self.async_show_menu(step_id="user", menu_options=[ENGINE_EMBEDDED, ENGINE_REMOTE])
@@ -282,84 +282,61 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(step_id="reconfigure", data_schema=schema, errors=errors)
 
 
-def _conversation_schema(hass: HomeAssistant, options: Mapping[str, Any], new: bool) -> probatio.Schema:
-    fields: dict[Any, Any] = {}
-    if new:
-        fields[probatio.Required(CONF_NAME, default=DEFAULT_CONVERSATION_NAME)] = TextSelector()
+def _generation_fields(options: Mapping[str, Any]) -> dict[Any, Any]:
+    """How an agent decodes: shared by conversation agents and AI Tasks."""
+    return {
+        probatio.Optional(CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)): NumberSelector(
+            NumberSelectorConfig(min=0, max=2, step=0.05)
+        ),
+        probatio.Optional(CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)): NumberSelector(
+            NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX)
+        ),
+    }
+
+
+def _conversation_fields(hass: HomeAssistant, options: Mapping[str, Any]) -> dict[Any, Any]:
     apis = [SelectOptionDict(label=api.name, value=api.id) for api in llm.async_get_apis(hass)]
-    fields.update(
-        {
-            probatio.Optional(
-                CONF_LLM_HASS_API, default=list(options.get(CONF_LLM_HASS_API, [DOMAIN]))
-            ): SelectSelector(SelectSelectorConfig(options=apis, multiple=True)),
-            probatio.Optional(
-                CONF_CONFIRM_RISKY, default=options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)
-            ): BooleanSelector(),
-            probatio.Optional(
-                CONF_MAX_TOOL_ROUNDS, default=options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
-            ): NumberSelector(NumberSelectorConfig(min=1, max=10, step=1, mode=NumberSelectorMode.BOX)),
-            probatio.Optional(
-                CONF_PROMPT, description={"suggested_value": options.get(CONF_PROMPT)}
-            ): TemplateSelector(),
-            probatio.Optional(
-                CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)
-            ): NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05)),
-            probatio.Optional(
-                CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)
-            ): NumberSelector(NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX)),
-            probatio.Optional(
-                CONF_MAX_HISTORY, default=options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)
-            ): NumberSelector(NumberSelectorConfig(min=0, max=100, step=1, mode=NumberSelectorMode.BOX)),
-        }
-    )
-    return probatio.Schema(fields)
+    return {
+        probatio.Optional(CONF_LLM_HASS_API, default=list(options.get(CONF_LLM_HASS_API, [DOMAIN]))): SelectSelector(
+            SelectSelectorConfig(options=apis, multiple=True)
+        ),
+        probatio.Optional(
+            CONF_CONFIRM_RISKY, default=options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)
+        ): BooleanSelector(),
+        probatio.Optional(
+            CONF_MAX_TOOL_ROUNDS, default=options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS)
+        ): NumberSelector(NumberSelectorConfig(min=1, max=10, step=1, mode=NumberSelectorMode.BOX)),
+        probatio.Optional(CONF_PROMPT, description={"suggested_value": options.get(CONF_PROMPT)}): TemplateSelector(),
+        **_generation_fields(options),
+        probatio.Optional(CONF_MAX_HISTORY, default=options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)): NumberSelector(
+            NumberSelectorConfig(min=0, max=100, step=1, mode=NumberSelectorMode.BOX)
+        ),
+    }
 
 
-class ConversationSubentryFlow(ConfigSubentryFlow):
-    """Add or change a conversation agent of a BotPsy model."""
+class AgentSubentryFlow(ConfigSubentryFlow):
+    """Add or change an agent of a BotPsy model: a conversation agent or an AI Task."""
 
-    async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
-        if user_input is not None:
-            title = user_input.pop(CONF_NAME)
-            return self.async_create_entry(title=title, data=_agent_options(user_input))
-        return self.async_show_form(step_id="user", data_schema=_conversation_schema(self.hass, {}, new=True))
-
-    async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
-        subentry = self._get_reconfigure_subentry()
-        if user_input is not None:
-            return self.async_update_and_abort(self._get_entry(), subentry, data=_agent_options(user_input))
-        return self.async_show_form(
-            step_id="reconfigure", data_schema=_conversation_schema(self.hass, subentry.data, new=False)
-        )
-
-
-def _task_schema(options: Mapping[str, Any], new: bool) -> probatio.Schema:
-    fields: dict[Any, Any] = {}
-    if new:
-        fields[probatio.Required(CONF_NAME, default=DEFAULT_AI_TASK_NAME)] = TextSelector()
-    fields[probatio.Optional(CONF_TEMPERATURE, default=options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE))] = (
-        NumberSelector(NumberSelectorConfig(min=0, max=2, step=0.05))
-    )
-    fields[probatio.Optional(CONF_MAX_TOKENS, default=options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS))] = (
-        NumberSelector(NumberSelectorConfig(min=16, max=4096, step=16, mode=NumberSelectorMode.BOX))
-    )
-    return probatio.Schema(fields)
-
-
-class AITaskSubentryFlow(ConfigSubentryFlow):
-    """Add or change an AI Task entity of a BotPsy model."""
+    def _schema(self, options: Mapping[str, Any], *, new: bool) -> probatio.Schema:
+        conversation = self._subentry_type == "conversation"
+        fields: dict[Any, Any] = {}
+        if new:
+            name = DEFAULT_CONVERSATION_NAME if conversation else DEFAULT_AI_TASK_NAME
+            fields[probatio.Required(CONF_NAME, default=name)] = TextSelector()
+        fields.update(_conversation_fields(self.hass, options) if conversation else _generation_fields(options))
+        return probatio.Schema(fields)
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
         if user_input is not None:
             title = user_input.pop(CONF_NAME)
             return self.async_create_entry(title=title, data=_agent_options(user_input))
-        return self.async_show_form(step_id="user", data_schema=_task_schema({}, new=True))
+        return self.async_show_form(step_id="user", data_schema=self._schema({}, new=True))
 
     async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
         subentry = self._get_reconfigure_subentry()
         if user_input is not None:
             return self.async_update_and_abort(self._get_entry(), subentry, data=_agent_options(user_input))
-        return self.async_show_form(step_id="reconfigure", data_schema=_task_schema(subentry.data, new=False))
+        return self.async_show_form(step_id="reconfigure", data_schema=self._schema(subentry.data, new=False))
 
 
 def _agent_options(user_input: Mapping[str, Any]) -> dict[str, Any]:

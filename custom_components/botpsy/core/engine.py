@@ -84,10 +84,6 @@ class Timings:
         """Prompt tokens the engine actually had to evaluate."""
         return self.prompt_tokens - self.cached_tokens
 
-    @property
-    def total_seconds(self) -> float:
-        return self.prompt_seconds + self.decode_seconds
-
     def as_dict(self) -> dict[str, float | int]:
         return {
             "prompt_tokens": self.prompt_tokens,

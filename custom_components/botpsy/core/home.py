@@ -29,6 +29,10 @@ class Entity:
     def domain(self) -> str:
         return self.entity_id.split(".", 1)[0]
 
+    def has_any_features(self, feature_sets: tuple[int, ...]) -> bool:
+        """Whether the entity supports all bits of one of `feature_sets` (any if none given)."""
+        return not feature_sets or any(self.supported_features & f == f for f in feature_sets)
+
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
@@ -42,7 +46,7 @@ class FieldSpec:
     attribute_filter: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def applies_to(self, entity: Entity) -> bool:
-        if self.features and not any(entity.supported_features & f == f for f in self.features):
+        if not entity.has_any_features(self.features):
             return False
         for attribute, allowed in self.attribute_filter.items():
             value = entity.attributes.get(attribute)
@@ -67,7 +71,7 @@ class ServiceSpec:
     def targets(self, entity: Entity) -> bool:
         if entity.domain not in (self.target_domains or (self.domain,)):
             return False
-        return not self.target_features or any(entity.supported_features & f == f for f in self.target_features)
+        return entity.has_any_features(self.target_features)
 
 
 @dataclass(frozen=True, slots=True)
