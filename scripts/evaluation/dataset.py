@@ -1,0 +1,213 @@
+"""Evaluation suites on disk -> homes and cases, in either of the two formats (detected).
+
+- `assist` (end state, home-assistant-datasets): one folder per home, `_fixtures.yaml`
+  plus category files whose tests give `sentences`, `setup` and `expect_changes`.
+- `intents` (tool call, HA's intents repo): `_fixtures.yaml` plus files whose tests
+  give `sentences` and the expected `intent` (`name`, `slots`, `context.area`), or the
+  newer layout `<IntentName>/<case>.yaml`, each file with its own small home
+  (`entities:`) and tests with `sentences` and `slots`.
+
+Every sentence is one case. Nothing here imports Home Assistant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+FIXTURES = "_fixtures.yaml"
+SuiteFormat = Literal["assist", "intents"]
+
+
+class DatasetError(ValueError):
+    """A folder that is not a suite in either format, or a malformed file in one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedIntent:
+    """What HA's intent matcher should make of a sentence (intents suites)."""
+
+    name: str
+    slots: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One sentence to send, what to set up first and what should come of it."""
+
+    id: str
+    home: str
+    category: str
+    sentence: str
+    setup: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Assist suites: entity id -> {state, attributes} expected to differ afterwards
+    # (empty: nothing may change).
+    expect_changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ignore_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    expect_response: tuple[str, ...] = ()
+    intent: ExpectedIntent | None = None
+    # The area of the device that heard the sentence, if the case says so.
+    context_area: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HomeCases:
+    """A home (its fixture mapping, parsed by the home loader) and the cases run in it."""
+
+    name: str
+    fixture: Mapping[str, Any]
+    cases: tuple[Case, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    name: str
+    format: SuiteFormat
+    homes: tuple[HomeCases, ...]
+
+    @property
+    def cases(self) -> list[Case]:
+        return [case for home in self.homes for case in home.cases]
+
+    def limited(self, count: int) -> Suite:
+        """The first `count` cases only (a quick try)."""
+        homes = []
+        for home in self.homes:
+            if count <= 0:
+                break
+            homes.append(HomeCases(home.name, home.fixture, home.cases[:count]))
+            count -= len(homes[-1].cases)
+        return Suite(self.name, self.format, tuple(homes))
+
+
+def _read(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise DatasetError(f"{path}: {err}") from err
+
+
+def _tests(path: Path, data: Any) -> list[Mapping[str, Any]]:
+    tests = data.get("tests") if isinstance(data, Mapping) else None
+    if not isinstance(tests, list) or not all(isinstance(t, Mapping) for t in tests):
+        raise DatasetError(f"{path}: expected a `tests:` list")
+    return tests
+
+
+def _sentences(path: Path, test: Mapping[str, Any]) -> list[str]:
+    sentences = test.get("sentences")
+    if not isinstance(sentences, list) or not sentences:
+        raise DatasetError(f"{path}: a test without `sentences`")
+    return [str(s) for s in sentences]
+
+
+def _changes(value: Any) -> dict[str, dict[str, Any]]:
+    """`{entity_id: {state, attributes}}` with empty parts dropped."""
+    result: dict[str, dict[str, Any]] = {}
+    for entity_id, given in (value or {}).items():
+        change = given or {}
+        entry: dict[str, Any] = {}
+        if "state" in change:
+            entry["state"] = change["state"]
+        if change.get("attributes"):
+            entry["attributes"] = dict(change["attributes"])
+        result[str(entity_id)] = entry
+    return result
+
+
+def _assist_home(folder: Path, suite_root: Path) -> HomeCases:
+    name = folder.relative_to(suite_root).as_posix() if folder != suite_root else folder.name
+    fixture = _read(folder / FIXTURES) or {}
+    cases: list[Case] = []
+    for path in sorted(folder.glob("*.yaml")):
+        if path.name == FIXTURES:
+            continue
+        data = _read(path)
+        category = str(data.get("category") or path.stem) if isinstance(data, Mapping) else path.stem
+        for t, test in enumerate(_tests(path, data)):
+            response = test.get("expect_response") or ()
+            for s, sentence in enumerate(_sentences(path, test)):
+                cases.append(
+                    Case(
+                        id=f"{name}/{path.stem}/{t}/{s}",
+                        home=name,
+                        category=category,
+                        sentence=sentence,
+                        setup=_changes(test.get("setup")),
+                        expect_changes=_changes(test.get("expect_changes")),
+                        ignore_changes={str(k): tuple(v or ()) for k, v in (test.get("ignore_changes") or {}).items()},
+                        expect_response=(response,) if isinstance(response, str) else tuple(map(str, response)),
+                        context_area=test.get("context_area"),
+                    )
+                )
+    return HomeCases(name, fixture, tuple(cases))
+
+
+def _intent_cases(path: Path, data: Any, home: str, intent_name: str | None) -> Iterator[Case]:
+    for t, test in enumerate(_tests(path, data)):
+        intent = test.get("intent") or {}
+        name = intent.get("name") or intent_name
+        if not name:
+            raise DatasetError(f"{path}: a test without an intent name")
+        slots = intent.get("slots", test.get("slots")) or {}
+        context = intent.get("context") or test.get("context") or {}
+        for s, sentence in enumerate(_sentences(path, test)):
+            yield Case(
+                id=f"{home}/{path.stem}/{t}/{s}",
+                home=home,
+                category=str(name),
+                sentence=sentence,
+                intent=ExpectedIntent(str(name), dict(slots)),
+                context_area=context.get("area"),
+            )
+
+
+def _is_assist_home(folder: Path) -> bool:
+    """A home folder: fixtures plus test files whose tests name no intent."""
+    if not (folder / FIXTURES).is_file():
+        return False
+    for path in folder.glob("*.yaml"):
+        if path.name != FIXTURES:
+            data = _read(path)
+            tests = data.get("tests") if isinstance(data, Mapping) else None
+            if isinstance(tests, list) and tests and not any(isinstance(t, Mapping) and "intent" in t for t in tests):
+                return True
+    return False
+
+
+def load_suite(root: Path) -> Suite:
+    """The suite in `root`, its format detected from the files."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise DatasetError(f"{root} is not a folder")
+    name = root.name
+    if _is_assist_home(root):
+        return Suite(name, "assist", (_assist_home(root, root),))
+    homes = sorted(p.parent for p in root.glob(f"*/{FIXTURES}") if _is_assist_home(p.parent))
+    if homes:
+        return Suite(name, "assist", tuple(_assist_home(h, root) for h in homes))
+    if (root / FIXTURES).is_file():
+        fixture = _read(root / FIXTURES) or {}
+        cases = [
+            case
+            for path in sorted(root.glob("*.yaml"))
+            if path.name != FIXTURES
+            for case in _intent_cases(path, _read(path), name, None)
+        ]
+        if cases:
+            return Suite(name, "intents", (HomeCases(name, fixture, tuple(cases)),))
+    # The newer intents layout: <IntentName>/<case>.yaml, each with its own home.
+    per_file: list[HomeCases] = []
+    for path in sorted(root.glob("*/*.yaml")):
+        data = _read(path)
+        if isinstance(data, Mapping) and "entities" in data and "tests" in data:
+            home = f"{path.parent.name}/{path.stem}"
+            fixture = {k: v for k, v in data.items() if k != "tests"}
+            per_file.append(HomeCases(home, fixture, tuple(_intent_cases(path, data, home, path.parent.name))))
+    if per_file:
+        return Suite(name, "intents", tuple(per_file))
+    raise DatasetError(f"{root}: neither an assist suite (homes with {FIXTURES}) nor an intents suite")
