@@ -117,7 +117,7 @@ def apologises(reply: str) -> bool:
 def _cause(expected: Changes, actual: Changes, outcome: Outcome) -> Failure:
     """The cause of a wrong end state."""
     if not actual:
-        if any(not c.valid for c in outcome.calls) or outcome.error:
+        if any(not c.valid for c in outcome.calls):
             return Failure.FORMAT_ERROR
         return Failure.NO_ACTION
     if expected and not expected.keys() & actual.keys():
@@ -176,7 +176,7 @@ def score_intent(expected: Outcome, outcome: Outcome) -> Verdict:
             return Verdict(False, Failure.APOLOGY, detail, expected.changes)
         return Verdict(True, None, "", expected.changes)
     if not outcome.changes and not outcome.targets:
-        cause = Failure.FORMAT_ERROR if any(not c.valid for c in outcome.calls) or outcome.error else Failure.NO_ACTION
+        cause = Failure.FORMAT_ERROR if any(not c.valid for c in outcome.calls) else Failure.NO_ACTION
     elif is_query:
         cause = Failure.EXTRA_ACTION
     elif not (expected.targets & outcome.targets or expected.changes.keys() & outcome.changes.keys()):

@@ -1,0 +1,73 @@
+"""The harness end to end: suites of both formats through HA's built-in agent in a real HA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scripts.evaluation.dataset import load_suite
+from scripts.evaluation.report import CaseResult
+from scripts.evaluation.run import AgentSpec, async_run_suite
+
+ASSIST_FIXTURES = """
+areas: [{name: Kitchen, id: kitchen}, {name: Office, id: office}]
+entities:
+  - {name: Kitchen Light, id: light.kitchen_light, area: kitchen, state: "off",
+     attributes: {supported_color_modes: [light.ColorMode.ONOFF]}}
+  - {name: Desk Lamp, id: light.desk_lamp, area: office, state: "on"}
+"""
+ASSIST_TESTS = """
+category: light
+tests:
+  - sentences: [Turn on the kitchen light]
+    expect_changes: {light.kitchen_light: {state: "on", attributes: {color_mode: onoff}}}
+  - sentences: [Make it cosy for reading]
+    expect_changes: {light.desk_lamp: {state: "off"}}
+  - sentences: ["What time is it?"]
+"""
+INTENT_FIXTURES = """
+language: en
+areas: [{name: Office, id: office_id}]
+entities:
+  - {name: Desk Lamp, id: light.desk_lamp, area: office_id, state: "off"}
+  - {name: Thermostat, id: climate.thermostat, area: office_id, state: heat,
+     attributes: {current_temperature: 21, temperature: 20}}
+"""
+INTENT_TESTS = """
+language: en
+tests:
+  - sentences: [turn on the desk lamp]
+    intent: {name: HassTurnOn, slots: {name: Desk Lamp}}
+  - sentences: [illuminate my workspace]
+    intent: {name: HassTurnOn, slots: {name: Desk Lamp}}
+  - sentences: [what is the temperature in the office]
+    intent: {name: HassClimateGetTemperature, slots: {area: Office}}
+"""
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+async def run(folder: Path) -> list[CaseResult]:
+    return await async_run_suite(load_suite(folder), AgentSpec(kind="builtin", timeout_s=60), 1, lambda _r: None)
+
+
+async def test_assist_suite_through_the_builtin_agent(tmp_path: Path) -> None:
+    suite = write(tmp_path / "mini", {"home/_fixtures.yaml": ASSIST_FIXTURES, "home/light.yaml": ASSIST_TESTS})
+    passing, failing, no_change = await run(suite)
+    assert (passing.passed, passing.actual_changes["light.kitchen_light"]["state"]) == (True, "on")
+    assert passing.calls and passing.calls[0]["name"] == "HassTurnOn"
+    assert (failing.passed, failing.failure) == (False, "no action")
+    assert "light.desk_lamp" in failing.detail
+    assert (no_change.passed, no_change.actual_changes) == (True, {})
+
+
+async def test_intents_suite_through_the_builtin_agent(tmp_path: Path) -> None:
+    suite = write(tmp_path / "intents", {"_fixtures.yaml": INTENT_FIXTURES, "light_HassTurnOn.yaml": INTENT_TESTS})
+    passing, failing, question = await run(suite)
+    assert passing.passed and passing.expected_changes["light.desk_lamp"]["state"] == "on"
+    assert (failing.passed, failing.failure) == (False, "no action")
+    assert question.passed and "21" in question.reply
