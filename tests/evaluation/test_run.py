@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.evaluation.dataset import load_suite
+import pytest
+
+from scripts.evaluation.agents import Turn
+from scripts.evaluation.dataset import Case, load_suite
 from scripts.evaluation.report import CaseResult
-from scripts.evaluation.run import AgentSpec, async_run_suite
+from scripts.evaluation.run import AgentSpec, _ask, async_run_suite
+from scripts.evaluation.scoring import Call
 
 ASSIST_FIXTURES = """
 areas: [{name: Kitchen, id: kitchen}, {name: Office, id: office}]
@@ -71,3 +75,34 @@ async def test_intents_suite_through_the_builtin_agent(tmp_path: Path) -> None:
     assert passing.passed and passing.expected_changes["light.desk_lamp"]["state"] == "on"
     assert (failing.passed, failing.failure) == (False, "no action")
     assert question.passed and "21" in question.reply
+
+
+class AskingAgent:
+    """Asks to confirm first; does it on "yes"."""
+
+    name = "asking"
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, str]] = []
+
+    async def async_ask(self, text: str, conversation_id: str, device_id: str | None) -> Turn:
+        self.heard.append((text, conversation_id))
+        if text == "yes":
+            return Turn("Unlocked the front door.", asks_back=False, calls=[Call("lock_unlock", {}, executed=True)])
+        return Turn("Unlock the front door?", asks_back=True, prompt_tokens=100, decoded_tokens=10)
+
+
+@pytest.mark.parametrize("confirm", [True, False])
+async def test_confirm_answers_yes_once(confirm: bool) -> None:
+    agent = AskingAgent()
+    case = Case(id="c", home="h", category="lock", sentence="unlock the front door")
+    turn, _latency = await _ask(agent, AgentSpec(kind="botpsy", confirm=confirm), case, None)
+    assert turn is not None
+    if confirm:
+        assert [text for text, _ in agent.heard] == ["unlock the front door", "yes"]
+        assert agent.heard[0][1] == agent.heard[1][1]  # the same conversation
+        assert turn.reply == "Unlock the front door? / Unlocked the front door."
+        assert [c.name for c in turn.calls] == ["lock_unlock"] and turn.prompt_tokens == 100
+    else:
+        assert [text for text, _ in agent.heard] == ["unlock the front door"]
+        assert turn.asks_back and not turn.calls
