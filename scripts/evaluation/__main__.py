@@ -81,6 +81,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Said once per home loaded: the custom integrations are ours, the zlib fallback harmless.
+    for noisy in ("homeassistant.loader", "aiohttp_fast_zlib"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
     try:
         report = asyncio.run(evaluate(args))
     except DatasetError as err:
