@@ -159,6 +159,10 @@ _WEIGHT_STD = 0.05
 # llama-cpp-python ignore max_tokens until the context is full.)
 _BIAS_FEATURE = 1.0
 _SUPPRESSED_LOGIT_WEIGHT = -4.0
+# With `favor_long_tokens`, merged and user-defined tokens get this weight on the same
+# feature: greedy decoding then prefers the longest token that fits, as BPE would split the
+# text (the tests of fast-forwarded text compare with token-by-token decoding on it).
+_FAVORED_LOGIT_WEIGHT = 1.0
 
 _QWEN3_LAYERS = 2
 
@@ -242,18 +246,23 @@ class _Weights:
         self.writer.add_tensor(name, np.ones(n, dtype=np.float32))
 
 
-def _add_embeddings(w: _Weights, n_vocab: int) -> None:
+def _add_embeddings(w: _Weights, types: list[gguf.TokenType], *, favor_long_tokens: bool = False) -> None:
     """Add the token embeddings and an output head that only writes printable text.
 
     The byte tokens (the first 256 ids) other than printable ASCII, tab and newline
-    are suppressed; merged, control and user-defined tokens are not.
+    are suppressed; merged, control and user-defined tokens are not (and merged and
+    user-defined ones are favored if asked).
     """
+    n_vocab = len(types)
     allowed = {byte for byte in range(0x80) if chr(byte).isprintable()} | {9, 10}
     suppressed = [token < 256 and token not in allowed for token in range(n_vocab)]
+    favored = [
+        favor_long_tokens and token >= 256 and types[token] != gguf.TokenType.CONTROL for token in range(n_vocab)
+    ]
     embeddings = w.draw(_N_EMBD, n_vocab)
     embeddings[:, 0] = _BIAS_FEATURE
     output = embeddings.copy()
-    output[:, 0] = np.where(suppressed, _SUPPRESSED_LOGIT_WEIGHT, 0.0)
+    output[:, 0] = np.where(suppressed, _SUPPRESSED_LOGIT_WEIGHT, np.where(favored, _FAVORED_LOGIT_WEIGHT, 0.0))
     w.writer.add_tensor("token_embd.weight", embeddings)
     w.writer.add_tensor("output.weight", output)
 
@@ -343,6 +352,7 @@ def write_tiny_model(
     *,
     seed: int = 0,
     context_length: int = 4096,
+    favor_long_tokens: bool = False,
 ) -> Path:
     """Write a tiny random-weight model of the given architecture to path.
 
@@ -361,7 +371,7 @@ def write_tiny_model(
     tokens, types = _vocabulary()
     _add_tokenizer(writer, tokens, types)
     weights = _Weights(writer, seed)
-    _add_embeddings(weights, len(tokens))
+    _add_embeddings(weights, types, favor_long_tokens=favor_long_tokens)
     _BUILDERS[arch](weights)
     try:
         try:

@@ -30,7 +30,9 @@ class EngineStats:
         self.requests += 1
         self.last_latency_s = round(latency_s, 3)
         if timings.decode_seconds > 0:
-            self.last_decode_tokens_per_s = round(timings.decoded_tokens / timings.decode_seconds, 1)
+            # Forced (fast-forwarded) tokens are output too: they are part of the decode time.
+            output = timings.decoded_tokens + timings.forced_tokens
+            self.last_decode_tokens_per_s = round(output / timings.decode_seconds, 1)
         if timings.prompt_tokens:
             self.last_prompt_reuse_pct = round(100 * timings.cached_tokens / timings.prompt_tokens, 1)
         self.recent.append({"at": time.time(), "latency_s": self.last_latency_s, **timings.as_dict()})

@@ -18,6 +18,7 @@ from custom_components.botpsy.core.engine import (
     GenerateRequest,
     ModelLoadError,
     TextDelta,
+    Timings,
 )
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
 
@@ -48,6 +49,18 @@ async def test_llama_server_raw_prompt_with_grammar(llama_server: str, session: 
     _text, again = await run(engine, GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, seed=3))
     assert again.timings.cached_tokens > 0
     assert (await engine.async_health()).ok
+
+
+async def test_llama_server_prefill_caches_the_prefix(llama_server: str, session: aiohttp.ClientSession) -> None:
+    engine = RemoteEngine(RemoteOptions(llama_server), session)
+    await engine.async_load()
+    prefix = "<|im_start|>system\nYou are a prefill test; the lights are all off.<|im_end|>\n"
+    prefilled = await engine.async_prefill(prefix)
+    assert prefilled.prompt_tokens == await engine.async_count_tokens(prefix)
+    prompt = prefix + "<|im_start|>user\nturn on the light<|im_end|>\n<|im_start|>assistant\n"
+    _text, finished = await run(engine, GenerateRequest(prompt=prompt, max_tokens=4, seed=1))
+    assert finished.timings.cached_tokens >= prefilled.prompt_tokens - 1
+    assert finished.timings.forced_tokens == 0
 
 
 async def test_llama_server_chat_messages(llama_server: str, session: aiohttp.ClientSession) -> None:
@@ -140,6 +153,7 @@ async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSe
             await run(engine, GenerateRequest(prompt="x"))
         with pytest.raises(EngineError, match="count tokens"):
             await engine.async_count_tokens("x")
+        assert await engine.async_prefill("x") == Timings()
         events = [e async for e in engine.generate(GenerateRequest(messages=[{"role": "user", "content": "hi"}]))]
         assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo"]
         call = events[-2]

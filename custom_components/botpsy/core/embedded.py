@@ -32,6 +32,7 @@ from .engine import (
     GenerateRequest,
     ModelInfo,
     ModelLoadError,
+    Preemptible,
     TextDelta,
     Timings,
 )
@@ -85,6 +86,7 @@ class EmbeddedEngine:
         self._pending: dict[int, asyncio.Queue[dict[str, Any] | None]] = {}
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
+        self._prefills = Preemptible()
         self._crashes: deque[float] = deque()
         self._unloading = False
         self.last_timings: Timings | None = None
@@ -249,7 +251,7 @@ class EmbeddedEngine:
                     with contextlib.suppress(ConnectionError):
                         process.stdin.write((json.dumps({"op": "cancel", "id": rid}) + "\n").encode())
                         await process.stdin.drain()
-                    while (reply := await queue.get()) is not None and "done" not in reply and "error" not in reply:
+                    while (reply := await queue.get()) is not None and not reply.keys() & {"done", "error", "result"}:
                         pass
                 self._pending.pop(rid, None)
             if replied or attempt == 2:
@@ -263,6 +265,19 @@ class EmbeddedEngine:
             async for reply in self._request({"op": "tokenize", "text": text}):
                 return int(reply["result"])
         raise EngineError("No token count returned")
+
+    async def async_prefill(self, prompt: str) -> Timings:
+        """Evaluate `prompt` in the worker and keep a state snapshot at its end.
+
+        A request arriving meanwhile interrupts it (PrefillInterruptedError).
+        """
+        return await self._prefills.run(self._prefill(prompt))
+
+    async def _prefill(self, prompt: str) -> Timings:
+        async with self._lock:
+            async for reply in self._request({"op": "prefill", "prompt": prompt}):
+                return Timings(**reply["result"])
+        raise EngineError("No prefill result returned")
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         prompt = request.prompt
@@ -282,6 +297,7 @@ class EmbeddedEngine:
             "top_k": request.top_k,
             "seed": request.seed,
         }
+        self._prefills.interrupt()
         async with self._lock:
             async for reply in self._request(message):
                 if "text" in reply:

@@ -7,7 +7,8 @@ interchangeable.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -25,6 +26,40 @@ class ModelLoadError(EngineError):
 
 class EngineUnavailableError(EngineError):
     """The engine (worker process or server) cannot be reached or stopped mid-request."""
+
+
+class PrefillInterruptedError(EngineError):
+    """A request arrived while a prefix was being evaluated, and went first."""
+
+
+class Preemptible:
+    """Runs an engine's background prefills so that a request never waits for one.
+
+    `interrupt()` (called when a request arrives) cancels the running prefill, which then
+    raises PrefillInterruptedError to its caller, who may try again later. Cancelling the
+    caller itself still cancels as usual.
+    """
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Timings] | None = None
+
+    async def run(self, work: Coroutine[Any, Any, Timings]) -> Timings:
+        task = asyncio.ensure_future(work)
+        self._task = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+            raise PrefillInterruptedError("A request came first; the prefix was not kept") from None
+        finally:
+            if self._task is task:
+                self._task = None
+
+    def interrupt(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +106,21 @@ class GenerateRequest:
 
 @dataclass(slots=True)
 class Timings:
-    """Figures of one generation, as far as the engine reports them."""
+    """Figures of one generation, as far as the engine reports them.
+
+    `decoded_tokens` are the tokens the model sampled; `forced_tokens` are output tokens a
+    grammar left no choice about, appended without sampling (embedded engine only). The
+    output is both together. `grammar_seconds` is the part of the decoding time spent on
+    the grammar (embedded engine only).
+    """
 
     prompt_tokens: int = 0
     cached_tokens: int = 0
     decoded_tokens: int = 0
     prompt_seconds: float = 0.0
     decode_seconds: float = 0.0
+    forced_tokens: int = 0
+    grammar_seconds: float = 0.0
 
     @property
     def evaluated_tokens(self) -> int:
@@ -91,6 +134,8 @@ class Timings:
             "decoded_tokens": self.decoded_tokens,
             "prompt_seconds": round(self.prompt_seconds, 4),
             "decode_seconds": round(self.decode_seconds, 4),
+            "forced_tokens": self.forced_tokens,
+            "grammar_seconds": round(self.grammar_seconds, 4),
         }
 
 
@@ -150,6 +195,13 @@ class Engine(Protocol):
 
     def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         """Stream events; closing the iterator early cancels the generation."""
+
+    async def async_prefill(self, prompt: str) -> Timings:
+        """Evaluate `prompt`, a stable prefix (instructions and tools), and keep its state.
+
+        A later request whose prompt starts with it evaluates only the rest. Engines that
+        cannot keep a prompt's state do nothing and return zero timings.
+        """
 
     async def async_health(self) -> EngineHealth:
         """Cheap liveness check."""

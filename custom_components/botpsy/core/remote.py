@@ -26,6 +26,7 @@ from .engine import (
     GenerateRequest,
     ModelInfo,
     ModelLoadError,
+    Preemptible,
     TextDelta,
     Timings,
     ToolCallDelta,
@@ -59,6 +60,7 @@ class RemoteEngine:
         self._model: str | None = options.model
         self._native = False
         self._template: ChatTemplate | None = None
+        self._prefills = Preemptible()
         self.last_timings: Timings | None = None
 
     @property
@@ -199,6 +201,8 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        # The server works on one request at a time: a warm-up must not hold this one up.
+        self._prefills.interrupt()
         path, body = self._body(request)
         started = time.monotonic()
         first_at: float | None = None
@@ -229,6 +233,28 @@ class RemoteEngine:
             timings.decode_seconds = ended - (first_at or ended)
         self.last_timings = timings
         yield Finished(reason, timings)
+
+    async def async_prefill(self, prompt: str) -> Timings:
+        """llama-server: evaluate `prompt` into its slot's cache (`n_predict` 0), so the next
+        request that starts with it evaluates only the rest.
+
+        Other servers have no way to evaluate a prompt without generating from it (a chat
+        completion of one token would cost a decode and still not promise a cached prefix):
+        nothing is done and the timings are zero.
+        """
+        if not self._native:
+            return Timings()
+        return await self._prefills.run(self._prefill(prompt))
+
+    async def _prefill(self, prompt: str) -> Timings:
+        timings = Timings()
+        started = time.monotonic()
+        data = await self._post_json("/completion", {"prompt": prompt, "n_predict": 0, "cache_prompt": True})
+        if isinstance(data, dict):
+            _update_timings(timings, data)
+        if not timings.prompt_seconds:
+            timings.prompt_seconds = time.monotonic() - started
+        return timings
 
     async def async_health(self) -> EngineHealth:
         try:

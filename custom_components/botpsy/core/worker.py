@@ -2,33 +2,45 @@
 
 Runs as `python -I worker.py '<load options as JSON>'`, started and supervised by
 `embedded.EmbeddedEngine`. A crash or out-of-memory kill here never takes Home Assistant
-down. It imports nothing but the standard library and llama_cpp, so it can run from any
-path.
+down. It imports nothing but the standard library, llama_cpp and `constrained.py` next to
+it, so it can run from any path.
 
 Protocol: JSON lines. Requests on stdin carry an `id` and an `op` (`tokenize`, `generate`,
-`ping`, `cancel`); replies on the original stdout carry the same `id`. Requests run one
-at a time (a llama.cpp context is not thread-safe); only `cancel` is acted on while a
-generation runs. The worker exits when stdin closes, so it never outlives its parent.
+`prefill`, `ping`, `cancel`); replies on the original stdout carry the same `id`. Requests
+run one at a time (a llama.cpp context is not thread-safe); only `cancel` is acted on while
+a generation runs. The worker exits when stdin closes, so it never outlives its parent.
 """
 
 from __future__ import annotations
 
+import codecs
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 import ctypes
+import functools
 import json
 import os
 import queue
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import llama_cpp
-from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
+from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-# State snapshots kept (each holds the recurrent state and the prefix's KV cache).
-MAX_SNAPSHOTS = 2
+if TYPE_CHECKING or __package__:
+    from .constrained import Decoder, Vocabulary, parse_grammar
+else:  # run as a script: the module next to this file, looked up after everything else
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    from constrained import Decoder, Vocabulary, parse_grammar
+
+# State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
+# recurrent state), bounded by count and by bytes: least recently used go first.
+MAX_SNAPSHOTS = 4
+MAX_SNAPSHOT_BYTES = 256 << 20
+# Parsed grammars kept, to be cloned per request instead of parsed again.
+MAX_GRAMMARS = 8
 
 
 class Protocol:
@@ -70,12 +82,16 @@ class Model:
             n_threads_batch=options["n_threads"],
             verbose=False,
         )
+        self.vocab = Vocabulary(self.llm._model)
         self.load_seconds = time.monotonic() - started
         self.bos_text = self._token_text(self.llm.token_bos())
         self.eos_text = self._token_text(self.llm.token_eos())
-        self._grammars: dict[str, LlamaGrammar] = {}
-        # Prefix tokens -> sequence state, for models whose memory cannot be cut back.
+        self._n_swa = max(1, int(llama_cpp.llama_model_n_swa(self.llm._model.model)))
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
+        # Prefix tokens -> sequence state, restored by requests that start with the prefix.
         self._snapshots: OrderedDict[tuple[int, ...], ctypes.Array[ctypes.c_uint8]] = OrderedDict()
+        # The last generation's output: (token, whether it was forced), for tests.
+        self.last_output: list[tuple[int, bool]] = []
 
     def _token_text(self, token: int) -> str:
         return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
@@ -84,57 +100,75 @@ class Model:
         add_bos = not (self.bos_text and text.startswith(self.bos_text))
         return self.llm.tokenize(text.encode(), add_bos=add_bos, special=True)
 
-    def grammar(self, text: str) -> LlamaGrammar:
-        if text not in self._grammars:
-            # The binding would dereference the NULL sampler llama.cpp returns for a grammar
-            # it cannot parse: try it here first and refuse it cleanly.
-            sampler = llama_cpp.llama_sampler_init_grammar(self.llm._model.vocab, text.encode(), b"root")
-            if not sampler:
-                raise ValueError("llama.cpp cannot parse the grammar")
-            llama_cpp.llama_sampler_free(sampler)
-            self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
+    def grammar(self, text: str) -> Any:
+        """The parsed grammar sampler for `text` (ValueError if llama.cpp refuses it)."""
+        if text in self._grammars:
+            self._grammars.move_to_end(text)
+        else:
+            self._grammars[text] = parse_grammar(self.vocab, text)
+            while len(self._grammars) > MAX_GRAMMARS:
+                llama_cpp.llama_sampler_free(self._grammars.popitem(last=False)[1])
         return self._grammars[text]
 
-    def _reuse_prefix(self, tokens: list[int]) -> tuple[int, int]:
-        """Keep the evaluated prefix shared with `tokens`.
+    def _reuse_prefix(self, tokens: list[int], *, keep_last: bool = True) -> tuple[int, int]:
+        """Bring the model's memory to the longest known prefix of `tokens`.
 
         Returns how many of `tokens` are in the model's memory now, and how many of those
         were reused rather than evaluated for this request.
 
-        At least the last prompt token is evaluated again, so the sampler has fresh
-        logits. Transformers cut their KV cache back to the shared prefix. Recurrent and
-        hybrid models (Qwen3.5) cannot: they restore a snapshot of the state taken at the
-        prefix a previous request shared, and take one now if there is none yet.
+        With `keep_last` at least the last token is evaluated again, so the sampler has
+        fresh logits. The memory left by the last request is cut back to the prefix it
+        shares, where the model can (a transformer can; a recurrent or hybrid model such as
+        Qwen3.5 cannot, nor a sliding-window cache that dropped what the prefix needs). A
+        state snapshot of a longer prefix wins, or stands in where cutting back fails; if
+        there is none, the shared prefix is evaluated first and snapshotted, as it is likely
+        stable and the next request can start there.
         """
         llm = self.llm
+        limit = len(tokens) - 1 if keep_last else len(tokens)
         shared = 0
         for old, new in zip(llm._input_ids, tokens, strict=False):
             if old != new:
                 break
             shared += 1
-        shared = min(shared, len(tokens) - 1)
-        if shared > 0 and llm._ctx.kv_cache_seq_rm(-1, shared, -1):
-            llm.n_tokens = shared
-            return shared, shared
-        prefix = max(
-            (p for p in self._snapshots if len(p) < len(tokens) and tuple(tokens[: len(p)]) == p), key=len, default=None
+        shared = min(shared, limit)
+        snapshot = max(
+            (p for p in self._snapshots if len(p) <= limit and tuple(tokens[: len(p)]) == p), key=len, default=None
         )
-        llm.reset()  # type: ignore[no-untyped-call]
-        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        if prefix is not None:
-            state = self._snapshots[prefix]
-            self._snapshots.move_to_end(prefix)
+        if snapshot is not None:
+            self._snapshots.move_to_end(snapshot)
+        if shared > 0 and shared >= len(snapshot or ()) and self._cut_back(shared):
+            return shared, shared
+        self._clear()
+        if snapshot is not None:
+            state = self._snapshots[snapshot]
             if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, state, len(state), 0):
-                llm.input_ids[: len(prefix)] = prefix
-                llm.n_tokens = len(prefix)
-                return len(prefix), len(prefix)
-            llm.reset()  # type: ignore[no-untyped-call]
+                llm.input_ids[: len(snapshot)] = snapshot
+                llm.n_tokens = len(snapshot)
+                return len(snapshot), len(snapshot)
+            self._clear()
         if shared > 0:
-            # The prefix this request shares with the last one is likely stable: evaluate it
-            # first and keep the state, so the next request starts there.
             llm.eval(tokens[:shared])
             self._snapshot(tuple(tokens[:shared]))
         return llm.n_tokens, 0
+
+    def _cut_back(self, shared: int) -> bool:
+        """Drop the memory after the first `shared` tokens, if the model can."""
+        llm = self.llm
+        if shared < llm.n_tokens:
+            # A sliding-window cache (or a recurrent state) may no longer hold what the
+            # positions before `shared` need; llama-server makes the same check.
+            memory = llama_cpp.llama_get_memory(llm._ctx.ctx)
+            if llama_cpp.llama_memory_seq_pos_min(memory, 0) > max(0, shared - self._n_swa):
+                return False
+            if not llm._ctx.kv_cache_seq_rm(0, shared, -1):
+                return False
+        llm.n_tokens = shared
+        return True
+
+    def _clear(self) -> None:
+        self.llm.reset()  # type: ignore[no-untyped-call]
+        self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
 
     def snapshot_memory(self) -> dict[str, int]:
         """What the kept state snapshots hold, for health and diagnostics."""
@@ -143,12 +177,31 @@ class Model:
     def _snapshot(self, prefix: tuple[int, ...]) -> None:
         ctx = self.llm._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        state = (ctypes.c_uint8 * size)()
-        if llama_cpp.llama_state_seq_get_data(ctx, state, size, 0) != size:
-            return
-        self._snapshots[prefix] = state
-        while len(self._snapshots) > MAX_SNAPSHOTS:
+        if size <= MAX_SNAPSHOT_BYTES:
+            state = (ctypes.c_uint8 * size)()
+            if llama_cpp.llama_state_seq_get_data(ctx, state, size, 0) == size:
+                self._snapshots[prefix] = state
+        while len(self._snapshots) > MAX_SNAPSHOTS or self.snapshot_memory()["snapshot_bytes"] > MAX_SNAPSHOT_BYTES:
             self._snapshots.popitem(last=False)
+
+    def prefill(self, prompt: str, cancelled: Callable[[], bool] = lambda: False) -> dict[str, float]:
+        """Evaluate `prompt` and keep its state, for requests that start with it.
+
+        Evaluated a batch at a time; once `cancelled`, no further batch and no snapshot.
+        """
+        started = time.monotonic()
+        llm = self.llm
+        tokens = self.tokenize(prompt)
+        if len(tokens) + 1 > llm.n_ctx():
+            raise ValueError(f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}")
+        start, cached = self._reuse_prefix(tokens, keep_last=False)
+        for batch in range(start, len(tokens), llm.n_batch):
+            if cancelled():
+                break
+            llm.eval(tokens[batch : batch + llm.n_batch])
+        if llm.n_tokens == len(tokens) and tuple(tokens) not in self._snapshots:
+            self._snapshot(tuple(tokens))
+        return {"prompt_tokens": len(tokens), "cached_tokens": cached, "prompt_seconds": time.monotonic() - started}
 
     def generate(self, request: dict[str, Any], cancelled: set[int]) -> Iterator[dict[str, Any]]:
         llm = self.llm
@@ -156,60 +209,152 @@ class Model:
         tokens = self.tokenize(request["prompt"])
         if len(tokens) + 1 > llm.n_ctx():
             raise ValueError(f"The prompt takes {len(tokens)} tokens; the context holds {llm.n_ctx()}")
-        start, cached = self._reuse_prefix(tokens)
-        # Same prompt, same answer: sampling is seeded (0 unless the request says otherwise).
-        llm.set_seed(request["seed"] if request.get("seed") is not None else 0)
         grammar_text = request.get("grammar")
         if request.get("json_schema") is not None:
             # llama.cpp's own JSON-schema converter, run here so HA never loads llama.cpp.
             grammar_text = json_schema_to_gbnf(json.dumps(request["json_schema"]))
         grammar = self.grammar(grammar_text) if grammar_text else None
+        start, cached = self._reuse_prefix(tokens)
+        # Same prompt, same answer: sampling is seeded (0 unless the request says otherwise).
+        decoder = Decoder(
+            self.vocab,
+            llm._ctx.ctx,
+            grammar,
+            temperature=request["temperature"],
+            top_k=request["top_k"],
+            top_p=request["top_p"],
+            seed=request["seed"] if request.get("seed") is not None else 0,
+        )
+        try:
+            llm.eval(tokens[start:])
+            yield from self._decode(request, decoder, tokens, cancelled, started, cached)
+        finally:
+            decoder.close()
+
+    def _decode(
+        self,
+        request: dict[str, Any],
+        decoder: Decoder,
+        tokens: list[int],
+        cancelled: set[int],
+        started: float,
+        cached: int,
+    ) -> Iterator[dict[str, Any]]:
+        llm = self.llm
         stops: list[str] = request.get("stop") or []
+        fast_forward = decoder.constrained and request.get("fast_forward", True)
         max_tokens = min(request["max_tokens"], llm.n_ctx() - len(tokens))
-        timings: dict[str, float] = {"prompt_tokens": len(tokens), "cached_tokens": cached, "decoded_tokens": 0}
-        first_token_at = 0.0
-        generated: list[int] = []
+        output = self.last_output = []
+        utf8 = codecs.getincrementaldecoder("utf-8")("ignore")
         text = ""
         sent = 0
+        sampled = forced_count = 0
+        first_token_at = 0.0
         reason = "length"
-        for token in llm.generate(
-            tokens[start:],
-            reset=False,
-            temp=request["temperature"],
-            top_p=request["top_p"],
-            top_k=request["top_k"],
-            grammar=grammar,
-        ):
-            if not generated and not first_token_at:
-                first_token_at = time.monotonic()
-            if request["id"] in cancelled:
-                reason = "cancelled"
-                break
-            if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
-                reason = "stop"
-                break
-            previous = generated[:]
-            generated.append(token)
-            text += llm.detokenize([token], prev_tokens=previous).decode("utf-8", "ignore")
+        previous = tokens[-1]
+        pending: list[int] = []  # output tokens the model has not evaluated yet
+        forced = False
+        while True:
+            new: list[int] = []
+            complete = False
+            # Right after forced text comes a choice (what is left of it is the token left
+            # to sampling), so forced text is looked for after sampled tokens only.
+            if fast_forward and not forced:
+                new, complete = self._forced_tokens(decoder, previous, max_tokens - len(output))
+                forced_count += len(new)
+            forced = bool(new)
+            if not new and not complete:
+                if len(output) >= max_tokens:
+                    break
+                if request["id"] in cancelled:
+                    reason = "cancelled"
+                    break
+                if pending:
+                    llm.eval(pending)
+                    pending = []
+                token = decoder.sample()
+                if self.vocab.is_eog(token):
+                    reason = "stop"
+                    break
+                new = [token]
+                sampled += 1
+            first_token_at = first_token_at or time.monotonic()
+            output += [(t, forced) for t in new]
+            pending += new
+            previous = new[-1] if new else previous
+            text += utf8.decode(b"".join(self.vocab.piece(t) for t in new))
             hit = min((i for i in (text.find(s, sent) for s in stops) if i >= 0), default=-1)
             if hit >= 0:
                 text = text[:hit]
+                reason = "stop"
+            elif complete:
                 reason = "stop"
             # Hold back a tail that may still become a stop string.
             safe = len(text) if reason == "stop" else _safe_length(text, stops)
             if safe > sent:
                 yield {"text": text[sent:safe]}
                 sent = safe
-            if reason == "stop" or len(generated) >= max_tokens:
+            if reason == "stop":
                 break
         if sent < len(text) and reason != "cancelled":
             yield {"text": text[sent:]}
         ended = time.monotonic()
         first_token_at = first_token_at or ended
-        timings["decoded_tokens"] = len(generated)
-        timings["prompt_seconds"] = first_token_at - started
-        timings["decode_seconds"] = ended - first_token_at
+        timings = {
+            "prompt_tokens": len(tokens),
+            "cached_tokens": cached,
+            "decoded_tokens": sampled,
+            "forced_tokens": forced_count,
+            "prompt_seconds": first_token_at - started,
+            "decode_seconds": ended - first_token_at,
+            "grammar_seconds": decoder.grammar_seconds,
+        }
         yield {"done": {"reason": reason, "timings": timings}}
+
+    def _forced_tokens(self, decoder: Decoder, previous: int, budget: int) -> tuple[list[int], bool]:
+        """Tokens of the text the grammar forces next, accepted into the grammar; and
+        whether the grammar must end after them.
+
+        The forced text is tokenized after the piece of the token before it, as the model's
+        own tokenizer would split the whole. Nothing is forced if that re-tokenization does
+        not keep `previous` as it is (the seam would be one the tokenizer never makes), and
+        the last token is left to sampling unless the grammar ends there (it might merge
+        with what follows). llama.cpp's grammar sampler vouches for every token.
+        """
+        data, end = decoder.forced_bytes()
+        if not data:
+            return [], end
+        cut = _whole_characters(data)
+        if cut == 0:
+            return [], False
+        head = self.vocab.piece(previous, special=True)
+        tokens = self.llm.tokenize(head + data[:cut], add_bos=False, special=True)
+        if (
+            len(tokens) < 2
+            or tokens[0] != previous
+            or b"".join(self.vocab.piece(t, special=True) for t in tokens) != head + data[:cut]
+        ):
+            return [], False
+        whole = end and cut == len(data)
+        forced = tokens[1:] if whole else tokens[1:-1]
+        accepted: list[int] = []
+        for token in forced[:budget]:
+            if not decoder.allowed(token):
+                break
+            decoder.accept(token)
+            accepted.append(token)
+        return accepted, whole and len(accepted) == len(tokens) - 1
+
+
+def _whole_characters(data: bytes) -> int:
+    """Length of the longest prefix of `data` that is whole UTF-8 characters."""
+    for cut in range(len(data), max(0, len(data) - 4), -1):
+        try:
+            data[:cut].decode()
+        except UnicodeDecodeError:
+            continue
+        return cut
+    return 0
 
 
 def _safe_length(text: str, stops: list[str]) -> int:
@@ -245,6 +390,9 @@ def serve(options: dict[str, Any]) -> None:
                 io.send({"id": rid, "result": model.snapshot_memory()})
             elif request["op"] == "tokenize":
                 io.send({"id": rid, "result": len(model.tokenize(request["text"]))})
+            elif request["op"] == "prefill":
+                result = model.prefill(request["prompt"], functools.partial(io.cancelled.__contains__, rid))
+                io.send({"id": rid, "result": result})
             elif request["op"] == "generate":
                 for event in model.generate(request, io.cancelled):
                     io.send({"id": rid, **event})

@@ -1,0 +1,155 @@
+"""Background prefill: a stable prefix evaluated ahead, reused by the requests that start
+with it, on a plain transformer and on a hybrid (recurrent) model alike."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from custom_components.botpsy.core import worker
+from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
+from custom_components.botpsy.core.engine import GenerateRequest, Preemptible, PrefillInterruptedError, Timings
+
+from .generation import run
+
+PREFIX = "<|im_start|>system\nYou control a home. Lights: kitchen, hall, desk.<|im_end|>\n"
+OTHER = "<|im_start|>system\nSomething else entirely.<|im_end|>\n"
+
+
+def turn(text: str) -> str:
+    return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.fixture(params=["qwen3", "qwen35"])
+async def engine(request: pytest.FixtureRequest, tiny_models: dict[str, Path]) -> AsyncIterator[EmbeddedEngine]:
+    engine = EmbeddedEngine(EmbeddedOptions(str(tiny_models[request.param]), n_ctx=512, n_threads=1, n_batch=64))
+    await engine.async_load()
+    yield engine
+    await engine.async_unload()
+
+
+async def test_a_request_after_prefill_evaluates_only_its_suffix(engine: EmbeddedEngine) -> None:
+    prefix_tokens = await engine.async_count_tokens(PREFIX)
+    prefilled = await engine.async_prefill(PREFIX)
+    assert (prefilled.prompt_tokens, prefilled.cached_tokens) == (prefix_tokens, 0)
+    assert prefilled.prompt_seconds > 0
+    for text in ("turn on the kitchen", "turn off the hall"):
+        prompt = PREFIX + turn(text)
+        _text, finished = await run(engine, GenerateRequest(prompt=prompt, max_tokens=3))
+        # At least the prefix (a transformer also keeps what the last turn shares).
+        assert finished.timings.cached_tokens >= prefix_tokens
+        assert finished.timings.evaluated_tokens == await engine.async_count_tokens(prompt) - (
+            finished.timings.cached_tokens
+        )
+        if text.startswith("turn on"):
+            assert finished.timings.cached_tokens == prefix_tokens
+    # A request with another prefix in between: the snapshot still serves the prefix.
+    await run(engine, GenerateRequest(prompt=OTHER + turn("hello"), max_tokens=3))
+    _text, finished = await run(engine, GenerateRequest(prompt=PREFIX + turn("dim the desk"), max_tokens=3))
+    assert finished.timings.cached_tokens == prefix_tokens
+    # Prefilling the same prefix again evaluates nothing.
+    again = await engine.async_prefill(PREFIX)
+    assert again.cached_tokens == prefix_tokens
+    health = await engine.async_health()
+    assert "state snapshots" in health.detail and not health.detail.startswith("worker 0")
+
+
+async def test_prefilled_state_gives_the_same_answer(engine: EmbeddedEngine) -> None:
+    request = GenerateRequest(prompt=PREFIX + turn("turn on the hall"), max_tokens=12, temperature=0.0)
+    cold, cold_finished = await run(engine, request)
+    assert cold_finished.timings.cached_tokens == 0
+    await run(engine, GenerateRequest(prompt=OTHER + turn("x"), max_tokens=3))
+    await engine.async_prefill(PREFIX)
+    await run(engine, GenerateRequest(prompt=OTHER + turn("y"), max_tokens=3))
+    warm, warm_finished = await run(engine, request)
+    assert warm_finished.timings.cached_tokens == await engine.async_count_tokens(PREFIX)
+    assert warm == cold
+
+
+def test_snapshots_are_bounded_by_count_and_bytes(
+    tiny_models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = worker.Model({"model_path": str(tiny_models["qwen35"]), "n_ctx": 512, "n_batch": 64, "n_threads": 1})
+    # No two share a first token (a shared start would be snapshotted on its own).
+    prefixes = [
+        f"{name} home, a system prompt.\n" for name in ("Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot")
+    ]
+    for prefix in prefixes:
+        model.prefill(prefix)
+    memory = model.snapshot_memory()
+    assert memory["snapshots"] == worker.MAX_SNAPSHOTS
+    one = memory["snapshot_bytes"] // memory["snapshots"]
+    assert one > 0
+    # Room for two and a half: the least recently used go.
+    monkeypatch.setattr(worker, "MAX_SNAPSHOT_BYTES", one * 5 // 2)
+    model.prefill(prefixes[0])
+    memory = model.snapshot_memory()
+    assert memory["snapshots"] == 2
+    assert memory["snapshot_bytes"] <= worker.MAX_SNAPSHOT_BYTES
+    assert model.prefill(prefixes[0])["cached_tokens"] == len(model.tokenize(prefixes[0]))
+    assert model.prefill(prefixes[5])["cached_tokens"] > 0  # the most recent but one is kept
+    assert model.prefill(prefixes[1])["cached_tokens"] == 0  # evicted
+    # A snapshot larger than the whole budget is not kept at all.
+    monkeypatch.setattr(worker, "MAX_SNAPSHOT_BYTES", one // 2)
+    model.prefill("Golf home, a system prompt.\n")
+    assert model.snapshot_memory()["snapshot_bytes"] <= one // 2
+
+
+async def test_cancelled_prefill_leaves_the_engine_usable(engine: EmbeddedEngine) -> None:
+    long_prefix = PREFIX * 6
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(0.002):
+            await engine.async_prefill(long_prefix)
+    _text, finished = await run(engine, GenerateRequest(prompt=PREFIX + turn("hi"), max_tokens=3))
+    assert finished.reason == "length"
+
+
+def test_prefill_stops_when_cancelled(tiny_models: dict[str, Path]) -> None:
+    model = worker.Model({"model_path": str(tiny_models["qwen3"]), "n_ctx": 512, "n_batch": 16, "n_threads": 1})
+    result = model.prefill(PREFIX, lambda: True)
+    assert result["cached_tokens"] == 0
+    assert model.snapshot_memory()["snapshots"] == 0
+    assert model.prefill(PREFIX)["cached_tokens"] == 0
+    assert model.snapshot_memory()["snapshots"] == 1
+
+
+async def test_a_request_never_waits_for_a_prefill(engine: EmbeddedEngine) -> None:
+    """A prefill waiting for the engine (here: held by the test) is interrupted by a request."""
+    async with engine._lock:
+        prefill = asyncio.ensure_future(engine.async_prefill(PREFIX))
+        await asyncio.sleep(0.01)
+        assert not prefill.done()
+        request = asyncio.ensure_future(run(engine, GenerateRequest(prompt=PREFIX + turn("hi"), max_tokens=2)))
+        with pytest.raises(PrefillInterruptedError):
+            async with asyncio.timeout(10):  # without the interruption it would wait for the lock
+                await prefill
+    _text, finished = await request
+    assert finished.timings.cached_tokens == 0  # nothing was prefilled
+    # The engine is still fine for the next prefill.
+    assert (await engine.async_prefill(PREFIX)).prompt_tokens == await engine.async_count_tokens(PREFIX)
+
+
+async def test_cancelling_the_caller_of_a_prefill_still_cancels_it() -> None:
+    """Preemptible tells an interruption apart from the caller being cancelled."""
+    guard = Preemptible()
+    started = asyncio.Event()
+
+    async def slow() -> Timings:
+        started.set()
+        await asyncio.sleep(10)
+        return Timings()
+
+    caller = asyncio.ensure_future(guard.run(slow()))
+    await started.wait()
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    interrupted = asyncio.ensure_future(guard.run(slow()))
+    await asyncio.sleep(0)
+    guard.interrupt()
+    with pytest.raises(PrefillInterruptedError):
+        await interrupted
