@@ -29,7 +29,7 @@ DEFAULT_HF_REPO: Final = "botpsy/BotPsy-0.8B-GGUF"
 DEFAULT_HF_FILE: Final = "BotPsy-0.8B-Q4_K_M.gguf"
 # Downloaded models live under <config>/botpsy/models.
 MODELS_DIR: Final = "botpsy/models"
-DEFAULT_N_CTX: Final = 4096
+DEFAULT_N_CTX: Final = 8192
 DEFAULT_N_BATCH: Final = 256
 
 # Conversation subentry options.

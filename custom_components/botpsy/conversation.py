@@ -14,6 +14,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from . import BotPsyConfigEntry
 from .const import CONF_PROMPT, DOMAIN
 from .entity import BotPsyLLMEntity
+from .prefix_warmup import PrefixWarmup
 
 
 async def async_setup_entry(
@@ -39,6 +40,10 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
     async def async_added_to_hass(self) -> None:
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
+        self.warmup = PrefixWarmup(
+            self.hass, self.entry, self.entity_id, self.async_stable_prefix, lambda: self._engine
+        )
+        self.async_on_remove(self.warmup.async_start())
 
     async def async_will_remove_from_hass(self) -> None:
         conversation.async_unset_agent(self.hass, self.entry)

@@ -5,10 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 import random
 
+from homeassistant.helpers.llm import DEFAULT_INSTRUCTIONS_PROMPT
+import pytest
+
+from custom_components.botpsy.core.chat_template import ChatTemplate
 from custom_components.botpsy.core.home import Home
 from custom_components.botpsy.core.tools import FIND_ENTITIES, GET_AREA_STATE, GET_STATE, compile_tools
+from custom_components.botpsy.llm_api import API_PROMPT
+from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
-from .sample_home import sample_home
+from .sample_home import generated_home, sample_home
 
 
 def by_name(home: Home) -> dict[str, dict[str, dict[str, object]]]:
@@ -67,6 +73,27 @@ def test_json_schema() -> None:
     schema = tool.json_schema()["function"]
     assert schema["name"] == "light_turn_on"
     properties = schema["parameters"]["properties"]
-    assert properties["entity_id"] == {"type": "string", "enum": ["light.desk", "light.hallway", "light.kitchen"]}
+    # No entity in the schema: the same whichever devices a request concerns.
+    assert properties["entity_id"] == {"type": "string"}
+    assert "light.desk" not in str(schema)
     assert properties["brightness_pct"] == {"type": "integer", "minimum": 0, "maximum": 100, "description": "%"}
     assert schema["parameters"]["required"] == ["entity_id"]
+
+
+def prompt_prefix(home: Home) -> str:
+    """Instructions and tools in the Qwen3.5 template, up to where the user's turn begins."""
+    system = DEFAULT_INSTRUCTIONS_PROMPT + "\n" + API_PROMPT
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "\x00"}]
+    rendered = ChatTemplate(QWEN35_CHAT_TEMPLATE).render(messages, tools=[t.json_schema() for t in compile_tools(home)])
+    return rendered.split("\x00")[0]
+
+
+@pytest.mark.parametrize("count", [25, 100, 1000])
+def test_prompt_prefix_stays_small_and_stable(count: int) -> None:
+    home = generated_home(count)
+    prefix = prompt_prefix(home)
+    # About four characters a token: at most 1,500 tokens, even at 1,000 entities.
+    assert len(prefix) / 4 <= 1500
+    # States and the entities' order do not change it.
+    changed = [replace(e, state="on") for e in reversed(home.entities)]
+    assert prompt_prefix(Home(tuple(changed), home.services)) == prefix

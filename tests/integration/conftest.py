@@ -71,7 +71,7 @@ async def agent(hass: HomeAssistant, tiny_model: Path) -> MockConfigEntry:
     """A BotPsy agent on the realistic demo home (swap its engine with `scripted.script`)."""
     await async_setup_demo_home(hass)
     # The tiny models spell words byte by byte: the demo home's prompt needs a large context.
-    entry = make_entry({**embedded_data(tiny_model), CONF_N_CTX: 16384})
+    entry = make_entry({**embedded_data(tiny_model), CONF_N_CTX: 32768, CONF_N_BATCH: 512})
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()

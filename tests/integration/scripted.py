@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -14,6 +15,7 @@ from custom_components.botpsy.core.engine import (
     GenerateRequest,
     ModelInfo,
     TextDelta,
+    Timings,
 )
 from custom_components.botpsy.core.formats import FORMATS
 from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
@@ -29,6 +31,11 @@ class ScriptedEngine:
     def __init__(self, outputs: list[str]) -> None:
         self.outputs = outputs
         self.requests: list[GenerateRequest] = []
+        # Prefixes asked to be prefilled; a prefill waits for the gate (open unless a test closes it).
+        self.prefills: list[str] = []
+        self.prefill_gate = asyncio.Event()
+        self.prefill_gate.set()
+        self.prefill_started = asyncio.Event()
         self.chat_template = ChatTemplate(QWEN35_CHAT_TEMPLATE)
         self.model_info = ModelInfo("scripted", "qwen35", 4096, QWEN35_CHAT_TEMPLATE, eos_token="<|im_end|>")
 
@@ -44,6 +51,12 @@ class ScriptedEngine:
         for i in range(0, len(text), 7):
             yield TextDelta(text[i : i + 7])
         yield Finished("stop")
+
+    async def async_prefill(self, prompt: str) -> Timings:
+        self.prefills.append(prompt)
+        self.prefill_started.set()
+        await self.prefill_gate.wait()
+        return Timings(prompt_tokens=len(prompt))
 
     async def async_health(self) -> EngineHealth:
         return EngineHealth(True, "scripted")

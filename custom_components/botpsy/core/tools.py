@@ -1,10 +1,12 @@
 """Compile the home into tools: one function per (domain, service) the exposed entities support.
 
-Each tool's target is an enum of exactly the entities the service applies to, and each
-target carries its own argument list: a non-dimmable light gets no brightness argument,
+Each tool knows exactly the entities the service applies to, and each target carries
+its own argument list: a non-dimmable light gets no brightness argument,
 a thermostat's hvac modes and a player's sources come from that entity's attributes.
 The output depends only on the home's structure (entities, capabilities, services), never
-on states, and is sorted, so prompts built from it stay byte-identical and cacheable.
+on states, and is sorted. The JSON schemas (what the prompt shows) name no entities: the
+same for every request, they belong to the prompt's cacheable prefix, while grammars and
+validation still allow only each target's own arguments.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ SKIPPED_SERVICES = frozenset(
         "update_item", "remove_item", "get_forecasts", "set_datetime", "clean_area", "locate", "clean_spot",
         "set_value", "set_options", "select_first", "select_last", "select_next", "select_previous",
         "increment", "decrement", "set_aux_heat", "toggle_cover_tilt",
+        # Every tool is in every prompt (a stable, cached prefix): rare or redundant ones cost
+        # a small model attention and context. Deleting a scene is not for a voice request.
+        "delete", "media_play_pause", "set_swing_horizontal_mode", "increase_speed", "decrease_speed",
+        "select_sound_mode", "set_away_mode", "set_fan_speed", "open_cover_tilt", "close_cover_tilt",
+        "stop_cover_tilt", "set_cover_tilt_position",
     }
 )  # fmt: skip
 # Fields a small model should not be offered (advanced or unstructured).
@@ -112,7 +119,10 @@ class Tool:
         properties: dict[str, Any] = {}
         required = []
         if self.targets:
-            properties["entity_id"] = {"type": "string", "enum": list(self.targets)}
+            # No enum of targets: the schema stays the same whichever devices a request
+            # concerns (so the prompt's prefix can be cached); the instructions say the
+            # request lists them, and the grammar and validation allow only those.
+            properties["entity_id"] = {"type": "string"}
             required.append("entity_id")
         for param in self.params():
             properties[param.name] = param.json_schema()

@@ -1,0 +1,154 @@
+"""Keep the engine's state after an agent's stable prompt prefix, so requests evaluate only their turn.
+
+The prefix (instructions and tools, rendered as a request renders them) depends on the
+home's structure and the agent's options, never on states. It is prefilled in the
+background once Home Assistant has started, and again, debounced, when entities,
+devices, areas or what is exposed change; option changes reload the entry, so a new
+agent warms up anew. Refreshes whose prefix did not change cost a render, not a prefill.
+A request never waits for any of it: without a ready prefix the engine evaluates the
+whole prompt, as it would anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+import time
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.components.homeassistant.const import DATA_EXPOSED_ENTITIES
+from homeassistant.components.homeassistant.exposed_entities import async_listen_entity_updates
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import CALLBACK_TYPE, Event, HassJob, HomeAssistant, callback
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import area_registry as ar, device_registry as dr, entity_registry as er
+from homeassistant.helpers.event import async_call_later
+from homeassistant.helpers.start import async_at_started
+
+from .const import LOGGER
+from .core.engine import Engine, EngineError, PrefillInterruptedError
+
+# Seconds after start-up or the last change of the home before the prefix is refreshed
+# (start-up and registry edits come in bursts).
+REFRESH_DELAY = 10.0
+
+
+class PrefixWarmup:
+    """Prefills one agent's stable prefix on its engine, in the background."""
+
+    def __init__(
+        self,
+        hass: HomeAssistant,
+        entry: ConfigEntry,
+        name: str,
+        render: Callable[[], Awaitable[str | None]],
+        engine: Callable[[], Engine],
+    ) -> None:
+        self.hass = hass
+        self.entry = entry
+        self.name = name
+        self._render = render
+        self._engine = engine
+        self._started = False
+        self._again = False
+        self._cancel_timer: CALLBACK_TYPE | None = None
+        self._task: asyncio.Task[None] | None = None
+        # What the engine holds now, as far as this agent knows.
+        self.prefilled: str | None = None
+        self._job = HassJob(self._async_timer_fired, f"BotPsy prefix refresh {name}", cancel_on_shutdown=True)
+
+    @callback
+    def async_start(self) -> CALLBACK_TYPE:
+        """Warm up once HA has started; refresh on structural changes. Returns the stop."""
+        unsubscribes = [
+            async_at_started(self.hass, self._async_hass_started),
+            self.hass.bus.async_listen(er.EVENT_ENTITY_REGISTRY_UPDATED, self._async_home_changed),
+            self.hass.bus.async_listen(dr.EVENT_DEVICE_REGISTRY_UPDATED, self._async_home_changed),
+            self.hass.bus.async_listen(ar.EVENT_AREA_REGISTRY_UPDATED, self._async_home_changed),
+        ]
+        if DATA_EXPOSED_ENTITIES in self.hass.data:
+            unsubscribes.append(
+                async_listen_entity_updates(self.hass, conversation.DOMAIN, self._async_exposure_changed)
+            )
+
+        @callback
+        def stop() -> None:
+            for unsubscribe in unsubscribes:
+                unsubscribe()
+            if self._cancel_timer is not None:
+                self._cancel_timer()
+                self._cancel_timer = None
+            if self._task is not None:
+                self._task.cancel()
+
+        return stop
+
+    @callback
+    def _async_hass_started(self, _hass: HomeAssistant) -> None:
+        self._started = True
+        self.async_schedule()
+
+    @callback
+    def _async_home_changed(self, _event: Event[Any]) -> None:
+        self.async_schedule()
+
+    @callback
+    def _async_exposure_changed(self) -> None:
+        self.async_schedule()
+
+    @callback
+    def async_schedule(self) -> None:
+        """Refresh after REFRESH_DELAY without another change (nothing before HA started)."""
+        if not self._started:
+            return
+        if self._cancel_timer is not None:
+            self._cancel_timer()
+        self._cancel_timer = async_call_later(self.hass, REFRESH_DELAY, self._job)
+
+    @callback
+    def _async_timer_fired(self, _now: datetime) -> None:
+        self._cancel_timer = None
+        if self._task is not None and not self._task.done():
+            self._again = True  # the running refresh renders once more when done
+            return
+        self._task = self.entry.async_create_background_task(
+            self.hass, self._async_refresh(), f"BotPsy prefix warm-up {self.name}"
+        )
+
+    async def _async_refresh(self) -> None:
+        while True:
+            self._again = False
+            try:
+                prefix = await self._render()
+            except (HomeAssistantError, EngineError) as err:
+                LOGGER.debug("No prompt prefix for %s: %s", self.name, err)
+                return
+            if prefix is not None and prefix != self.prefilled:
+                await self._async_prefill(prefix)
+            if not self._again:
+                return
+
+    async def _async_prefill(self, prefix: str) -> None:
+        started = time.monotonic()
+        try:
+            timings = await self._engine().async_prefill(prefix)
+        except PrefillInterruptedError:
+            # A request went first; warm up again once things are quiet.
+            self.prefilled = None
+            self.async_schedule()
+            return
+        except EngineError as err:
+            self.prefilled = None
+            LOGGER.debug("Prefilling the prompt prefix of %s failed: %s", self.name, err)
+            return
+        self.prefilled = prefix
+        LOGGER.debug(
+            "Prefilled the prompt prefix of %s (%d characters, %d tokens, %d evaluated) in %.2f s",
+            self.name,
+            len(prefix),
+            timings.prompt_tokens,
+            timings.evaluated_tokens,
+            time.monotonic() - started,
+        )
