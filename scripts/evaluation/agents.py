@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from homeassistant.components import conversation
+from homeassistant.components.conversation import trace
 from homeassistant.components.conversation.chat_log import async_subscribe_chat_logs
 from homeassistant.components.conversation.const import ChatLogEventType
 from homeassistant.const import EVENT_CALL_SERVICE
@@ -84,11 +85,10 @@ class ServiceCalls:
 class Agent:
     """A conversation agent of the HA instance, by agent id."""
 
-    def __init__(self, hass: HomeAssistant, name: str, agent_id: str, entry: MockConfigEntry | None = None) -> None:
+    def __init__(self, hass: HomeAssistant, name: str, agent_id: str) -> None:
         self.hass = hass
         self.name = name
         self.agent_id = agent_id
-        self._entry = entry
 
     async def async_ask(self, text: str, conversation_id: str, device_id: str | None) -> Turn:
         contents: list[dict[str, Any]] = []
@@ -98,8 +98,6 @@ class Agent:
             if cid == conversation_id and event == ChatLogEventType.CONTENT_ADDED:
                 contents.append(data["content"])
 
-        stats = self._entry.runtime_data.stats if self._entry else None
-        requests_before = stats.requests if stats else 0
         unsubscribe = async_subscribe_chat_logs(self.hass, on_chat_log)
         try:
             result = await conversation.async_converse(
@@ -113,10 +111,18 @@ class Agent:
         if response.response_type == conversation.intent.IntentResponseType.ERROR:
             error = f"{response.error_code}: {reply}" if response.error_code else reply
         turn = Turn(reply=reply, asks_back=result.continue_conversation, calls=_calls(contents), error=error)
-        if stats:
-            new = list(stats.recent)[-(stats.requests - requests_before) :] if stats.requests > requests_before else []
-            turn.prompt_tokens = sum(int(t.get("prompt_tokens", 0)) for t in new)
-            turn.decoded_tokens = sum(int(t.get("decoded_tokens", 0)) for t in new)
+        # What the agent reported in the turn's trace, as HA's AI integrations report it.
+        traces = trace.async_get_traces()
+        for event in traces[-1].as_dict()["events"] if traces else ():
+            if event["event_type"] != trace.ConversationTraceEventType.AGENT_DETAIL:
+                continue
+            details = event["data"] or {}
+            stats = details.get("stats") or {}
+            turn.prompt_tokens += int(stats.get("input_tokens", 0))
+            turn.decoded_tokens += int(stats.get("output_tokens", 0))
+            turn.calls += [
+                Call("(unusable output)", {"text": e}, valid=False) for e in details.get("format_errors", ())
+            ]
         return turn
 
 
@@ -165,4 +171,4 @@ async def async_botpsy_agent(hass: HomeAssistant, model: Path | None, server: st
     entity_id = next(
         e.entity_id for e in er.async_entries_for_config_entry(registry, entry.entry_id) if e.domain == "conversation"
     )
-    return Agent(hass, "botpsy", entity_id, entry)
+    return Agent(hass, "botpsy", entity_id)
