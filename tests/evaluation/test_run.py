@@ -106,3 +106,19 @@ async def test_confirm_answers_yes_once(confirm: bool) -> None:
     else:
         assert [text for text, _ in agent.heard] == ["unlock the front door"]
         assert turn.asks_back and not turn.calls
+
+
+async def test_newer_intents_layout_through_the_builtin_agent(tmp_path: Path) -> None:
+    """<IntentName>/<case>.yaml files, each with its own small home of names and domains."""
+    suite = write(
+        tmp_path / "intents-new",
+        {
+            "HassTurnOff/fan.yaml": "entities:\n  - {name: Ceiling Fan, domain: fan, state: 'on'}\n"
+            "tests:\n  - sentences: [turn off the ceiling fan]\n    slots: {name: Ceiling Fan}\n",
+            "HassTurnOn/switch.yaml": "entities:\n  - {name: Coffee Maker, domain: switch}\n"
+            "tests:\n  - sentences: [start the coffee maker please]\n    slots: {name: Coffee Maker}\n",
+        },
+    )
+    fan, switch = await run(suite)
+    assert fan.passed and fan.expected_changes == {"fan.ceiling_fan": {"percentage": 0, "state": "off"}}
+    assert switch.expected_changes["switch.coffee_maker"]["state"] == "on"
