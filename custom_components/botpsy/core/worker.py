@@ -50,7 +50,7 @@ class Protocol:
         self._out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
         os.dup2(2, 1)  # anything native code prints goes to stderr, not the protocol
         self._lock = threading.Lock()
-        self.requests: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         self.cancelled: set[int] = set()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -65,7 +65,9 @@ class Protocol:
                 self.cancelled.add(message["id"])
             else:
                 self.requests.put(message)
-        self.requests.put(None)
+        # The parent closed the pipe or died: nobody reads what a running generation would
+        # still write, so stop now instead of finishing it.
+        os._exit(0)
 
 
 class Model:
@@ -383,7 +385,8 @@ def serve(options: dict[str, Any]) -> None:
             "pid": os.getpid(),
         }
     )
-    while (request := io.requests.get()) is not None:
+    while True:
+        request = io.requests.get()
         rid = request["id"]
         try:
             if request["op"] == "ping":
