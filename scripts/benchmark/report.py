@@ -1,0 +1,220 @@
+"""bench.md, the plots and the printed summary, from bench.json's data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .e2e import SEGMENTS
+
+HEADLINE = (
+    ("warm_latency_s", "warm end-to-end latency (s)"),
+    ("cold_latency_s", "cold end-to-end latency (s)"),
+    ("engine_floor_s", "engine floor (s)"),
+    ("ratio_warm_to_floor", "warm / floor (goal <= 1.15)"),
+    ("user_turn_tokens", "user-turn tokens (prompt after the stable prefix)"),
+    ("user_words_tokens", "utterance tokens (the words alone)"),
+    ("prompt_tokens_evaluated_warm", "prompt tokens evaluated, warm"),
+    ("prompt_tokens_warm", "prompt tokens, warm"),
+    ("cold_prompt_tokens_evaluated", "prompt tokens evaluated, cold"),
+    ("decoded_tokens_constrained", "call tokens sampled under the grammar"),
+    ("decoded_tokens_forced", "call tokens forced by the grammar"),
+    ("decoded_tokens_unconstrained", "call tokens decoded freely (tokens of the call text)"),
+    ("event_loop_max_stall_ms", "event loop: largest lateness of a 5 ms sleep (ms)"),
+    ("warm_ok", "warm requests that turned the light off"),
+    ("warm_acted", "warm requests where a service ran"),
+    ("cold_ok", "cold requests that turned the light off"),
+    ("cold_acted", "cold requests where a service ran"),
+)
+SEGMENT_NAMES = {
+    "before_engine_s": "HA + BotPsy before the engine (chat log, shortlist, prompt, grammar)",
+    "prefill_s": "engine: prompt evaluation, to the first token",
+    "decode_s": "engine: decoding under the grammar",
+    "grammar_s": "(of which grammar work, inside decoding)",
+    "engine_transport_s": "engine transport (pipe or HTTP, tokenizing, JSON)",
+    "to_service_call_s": "parse, validate, chat log -> service call starts",
+    "ha_execution_s": "HA execution: service call -> state changed",
+    "after_state_change_s": "state changed -> async_converse returns (reply)",
+    "total_s": "total",
+}
+DEFINITIONS = """\
+## Definitions
+
+- **End-to-end latency**: `conversation.async_converse` to BotPsy's conversation entity,
+  timed from the call until it returns, on the demo home (3 areas: lights, a cover, a lock,
+  a switch) loaded into a real Home Assistant by the evaluation harness' loader. The request
+  is "Turn off the kitchen light"; the home is reset before each request; the service has
+  executed (the light's state changed) before the call returns (`*_ok` counts it).
+  **Cold**: the first request after the engine loaded (the entry reloaded, or llama-server
+  restarted, before each run). **Warm**: the same request right after a different one
+  ("Turn on the bedroom lamp") warmed the cache.
+- **Engine floor**: same model, same run, no Home Assistant, in-process llama.cpp with the
+  worker's load options: the stable prefix evaluated first (not timed), then the user turn's
+  tokens evaluated on top of it until the first token is sampled (`prefill_s`), plus the call
+  decoded one token at a time: tokens of the warm request's call text x the median time of
+  one free-decoding step (evaluate + sample, the request's sampling settings). Decoding those
+  tokens as a batch (what forced text could cost at best) is shown as `batched_call_s`.
+  `ratio_warm_to_floor` = warm latency / engine floor.
+- **user_turn_tokens**: tokens of the warm request's prompt after its stable prefix: the
+  agent's own stable prefix (what it prefills in the background) when the prompt starts
+  with it, else everything before the last user message. That is the user's turn as the
+  model sees it (clock, device-state lines, the words, the model's turn header);
+  **user_words_tokens**: the utterance alone. warm_prompt_*.txt shows the split.
+- **prompt_tokens_evaluated_warm**: prompt tokens the engine evaluated (not reused) for the
+  warm request, as the engine reports them.
+- **decoded_tokens_constrained**: tokens sampled for the call under the grammar (tokens the
+  grammar forced are excluded, `decoded_tokens_forced`); **decoded_tokens_unconstrained**: the
+  token count of the same call text, what free decoding needs. "Call" is the warm request's
+  output, whatever it is: if the model answered in text (`warm_acted` 0), that text.
+- **event_loop_max_stall_ms**: while the warm request runs, a task on HA's event loop sleeps
+  5 ms in a loop; the largest lateness of a wake-up (median over runs; the worst is kept too).
+- **scaling**: generated homes (tests/core/sample_home.generated_home) of 25, 100 and 1,000
+  exposed entities, "Turn off the kitchen ceiling light" after "Turn on the bedroom lamp":
+  prompt tokens and grammar bytes of the request the engine received, warm latency, and the
+  worker's resident memory afterwards.
+- **prefix_reuse**: the warm request on the demo home with a plain transformer (tiny Qwen3),
+  a sliding-window model (the gemma stand-in) and a hybrid recurrent one (tiny Qwen3.5).
+- **breakdown**: one warm request (medians) cut where the integration hands over: before
+  the engine, the engine's own prefill and decode times, transport, until the service call,
+  the service call until the state changed, until `async_converse` returns.
+"""
+
+
+def _fmt(value: Any) -> str:
+    if value is None or value == []:
+        return "-"
+    if isinstance(value, list):
+        return "; ".join(str(v)[:80] for v in value)
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return lines
+
+
+def headline(report: dict[str, Any]) -> list[str]:
+    remote = report.get("remote") or {}
+    columns = ["figure", "embedded"] + (["llama-server"] if remote else [])
+    rows = []
+    for key, name in HEADLINE:
+        if key in report or key in remote:
+            rows.append([f"{name} `{key}`", report.get(key)] + ([remote.get(key)] if remote else []))
+    return _table(columns, rows)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    meta = report["meta"]
+    lines = [
+        f"# BotPsy end to end: {meta['model']} ({meta['architecture']}, {meta['file_mb']} MB)",
+        "",
+        f"{meta['threads']} threads, {meta['cpu_count']} CPUs (load average {meta['load_average']} at the start, "
+        f"{meta.get('load_average_end', '-')} at the end), medians of {meta['runs']} runs, "
+        f"Home Assistant {meta['ha_version']}, {meta['seconds']:.0f} s in all.",
+        "",
+        *headline(report),
+        "",
+        "## Breakdown of a warm request",
+        "",
+    ]
+    breakdowns = {"embedded": report.get("breakdown") or {}}
+    if report.get("remote"):
+        breakdowns["llama-server"] = report["remote"].get("breakdown") or {}
+    token_keys = [k for k in breakdowns["embedded"] if not k.endswith("_s")]
+    shown = [*SEGMENTS[:3], "grammar_s", *SEGMENTS[3:], "total_s"]
+    rows = [[SEGMENT_NAMES[k], *(b.get(k) for b in breakdowns.values())] for k in shown]
+    rows += [[k, *(b.get(k) for b in breakdowns.values())] for k in token_keys]
+    lines += _table(["segment (s) / count", *breakdowns], rows)
+    floor = report.get("floor") or {}
+    if floor:
+        lines += ["", "## Engine floor (llama.cpp alone, same model and options)", ""]
+        lines += _table(["figure", "value"], [[k, v] for k, v in floor.items()])
+    if report.get("prefix_reuse"):
+        lines += ["", "## Prompt reuse by architecture (warm request, demo home)", ""]
+        archs = report["prefix_reuse"]
+        keys = [
+            "model", "prompt_tokens", "prompt_tokens_evaluated_warm", "user_turn_tokens", "warm_latency_s", "warm_ok",
+        ]  # fmt: skip
+        lines += _table(["figure", *archs], [[k, *(archs[a].get(k) for a in archs)] for k in keys])
+    if report.get("scaling"):
+        sizes = list(report["scaling"])
+        lines += ["", "## By home size (exposed entities, embedded engine)", ""]
+        keys = list(report["scaling"][sizes[0]])
+        lines += _table(["figure", *sizes], [[k, *(report["scaling"][n].get(k) for n in sizes)] for k in keys])
+    engine = report.get("engine") or {}
+    if engine:
+        lines += ["", "## Engine figures (no Home Assistant): embedded worker vs llama-server", ""]
+        emb, srv = engine.get("embedded", {}), engine.get("llama_server", {})
+        lines += _table(["figure", "embedded", "llama-server"], [[k, emb.get(k), srv.get(k)] for k in emb])
+    calls = {"embedded": report.get("call_text"), "llama-server": (report.get("remote") or {}).get("call_text")}
+    lines += ["", "## The warm request's call", ""]
+    lines += [f"- {name}: `{text!r}`" for name, text in calls.items() if text is not None]
+    if report.get("caveats"):
+        lines += ["", "## Caveats of this run", "", *[f"- {c}" for c in report["caveats"]]]
+    return "\n".join([*lines, "", DEFINITIONS])
+
+
+def plots(report: dict[str, Any], out: Path) -> list[Path]:
+    """breakdown.png (where a warm request's time goes) and scaling.png (by home size)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    bars = {"embedded": report.get("breakdown") or {}}
+    if report.get("remote"):
+        bars["llama-server"] = report["remote"].get("breakdown") or {}
+    floor = report.get("floor") or {}
+    if floor:
+        bars["engine floor"] = {"prefill_s": floor.get("prefill_s"), "decode_s": floor.get("decode_s")}
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.9 * len(bars)))
+    names = list(bars)
+    colors = plt.get_cmap("tab10").colors
+    for index, segment in enumerate(SEGMENTS):
+        lefts = [sum(bars[n].get(s) or 0.0 for s in SEGMENTS[:index]) for n in names]
+        widths = [bars[n].get(segment) or 0.0 for n in names]
+        ax.barh(names, widths, left=lefts, color=colors[index], label=SEGMENT_NAMES[segment])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (warm request, medians)")
+    ax.set_title(f"Where a warm request's time goes: {report['meta']['model']}")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=2)
+    fig.tight_layout()
+    written.append(out / "breakdown.png")
+    fig.savefig(written[-1], dpi=120)
+    plt.close(fig)
+
+    scaling = report.get("scaling") or {}
+    if scaling:
+        sizes = [int(n) for n in scaling]
+        fig, axes = plt.subplots(2, 2, figsize=(9, 6))
+        for ax, (key, label) in zip(
+            axes.flat,
+            (
+                ("warm_latency_s", "warm latency (s)"),
+                ("prompt_tokens", "prompt tokens"),
+                ("grammar_bytes", "grammar bytes"),
+                ("rss_mb", "worker RSS (MB)"),
+            ),
+            strict=True,
+        ):
+            ax.plot(sizes, [scaling[str(n)].get(key) or 0 for n in sizes], marker="o")
+            ax.set_xscale("log")
+            ax.set_xticks(sizes, [str(n) for n in sizes])
+            ax.set_title(label)
+            ax.set_xlabel("exposed entities")
+            ax.set_ylim(bottom=0)
+        fig.suptitle(f"By home size: {report['meta']['model']}")
+        fig.tight_layout()
+        written.append(out / "scaling.png")
+        fig.savefig(written[-1], dpi=120)
+        plt.close(fig)
+    return written
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The table printed at the end of a run."""
+    return "\n".join(headline(report))
