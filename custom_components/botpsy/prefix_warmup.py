@@ -59,6 +59,11 @@ class PrefixWarmup:
         self.prefilled: str | None = None
         self._job = HassJob(self._async_timer_fired, f"BotPsy prefix refresh {name}", cancel_on_shutdown=True)
 
+    @property
+    def idle(self) -> bool:
+        """No refresh pending or running (for tools that measure requests on a settled engine)."""
+        return self._cancel_timer is None and (self._task is None or self._task.done())
+
     @callback
     def async_start(self) -> CALLBACK_TYPE:
         """Warm up once HA has started; refresh on structural changes. Returns the stop."""

@@ -8,6 +8,7 @@ chat log's tool calls and results (BotPsy), and for every agent the service call
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from homeassistant.components import conversation
 from homeassistant.components.conversation import trace
 from homeassistant.components.conversation.chat_log import async_subscribe_chat_logs
-from homeassistant.components.conversation.const import ChatLogEventType
+from homeassistant.components.conversation.const import DATA_COMPONENT, ChatLogEventType
 from homeassistant.const import EVENT_CALL_SERVICE
 from homeassistant.core import Context, Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
@@ -89,6 +90,16 @@ class Agent:
         self.hass = hass
         self.name = name
         self.agent_id = agent_id
+
+    async def async_settle(self, timeout_s: float = 600.0) -> None:
+        """Wait until the agent's background prefix warm-up (if it has one) is idle, so
+        that every case meets the engine in the same state: runs then agree."""
+        component = self.hass.data.get(DATA_COMPONENT)
+        entity = component.get_entity(self.agent_id) if component else None
+        warmup = getattr(entity, "warmup", None)
+        async with asyncio.timeout(timeout_s):
+            while warmup is not None and not warmup.idle:  # noqa: ASYNC110 (polling its state is all it offers)
+                await asyncio.sleep(0.1)
 
     async def async_ask(self, text: str, conversation_id: str, device_id: str | None) -> Turn:
         contents: list[dict[str, Any]] = []

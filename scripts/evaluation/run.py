@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 import statistics
 import tempfile
 import time
 from typing import Any
+from unittest.mock import patch
 
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er, intent
+from homeassistant.util import dt as dt_util
 
 from .agents import Agent, ServiceCalls, Turn, async_botpsy_agent, async_builtin_agent
 from .dataset import Case, HomeCases, Suite
@@ -28,6 +31,7 @@ from .home_loader import LoadedHome, async_load_home, eval_hass, snapshot
 from .report import CaseResult
 from .scoring import Outcome, Snapshot, Verdict, diff, score_end_state, score_intent
 
+CLOCK = datetime(2026, 1, 15, 18, 30, tzinfo=UTC)
 # Entities that are the agents' own (BotPsy's sensors), not the home's.
 AGENT_PLATFORMS = frozenset({"botpsy"})
 AGENT_DOMAINS = frozenset({"conversation", "ai_task", "tts", "stt", "wake_word", "assist_satellite"})
@@ -246,11 +250,14 @@ async def async_run_home(
     """All cases of one home, in a Home Assistant of its own."""
     fixture = home_from_mapping(home_cases.fixture)
     results = []
-    with tempfile.TemporaryDirectory(prefix="botpsy-eval-") as config_dir:
+    # Prompts carry the clock: the same instant for every request makes runs agree.
+    clock = lambda time_zone=None: CLOCK.astimezone(time_zone or dt_util.get_default_time_zone())  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="botpsy-eval-") as config_dir, patch.object(dt_util, "now", clock):
         async with eval_hass(Path(config_dir)) as hass:
             home = await async_load_home(hass, fixture)
             agent = await _make_agent(hass, spec)
             for case in home_cases.cases:
+                await agent.async_settle()
                 case_runs = [await _run_case(hass, home, fixture, agent, spec, case) for _ in range(runs)]
                 result = _merge(case, case_runs)
                 results.append(result)
