@@ -16,9 +16,17 @@ from typing import Any
 from homeassistant.auth.permissions.const import POLICY_CONTROL
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
 from homeassistant.components.homeassistant.exposed_entities import async_should_expose
-from homeassistant.core import Context, Event, EventStateChangedData, HomeAssistant, State, callback
+from homeassistant.core import (
+    Context,
+    Event,
+    EventStateChangedData,
+    EventStateReportedData,
+    HomeAssistant,
+    State,
+    callback,
+)
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers.event import async_track_state_change_event
+from homeassistant.helpers.event import async_track_state_change_event, async_track_state_report_event
 import probatio
 
 from .core.tools import GET_STATE
@@ -122,10 +130,14 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
     changed = asyncio.Event()
 
     @callback
-    def state_changed(_event: Event[EventStateChangedData]) -> None:
+    def state_written(_event: Event[EventStateChangedData] | Event[EventStateReportedData]) -> None:
         changed.set()
 
-    unsubscribe = async_track_state_change_event(hass, [call.entity_id], state_changed)
+    # A device that writes its state unchanged (already off) has answered too: no waiting.
+    unsubscribers = (
+        async_track_state_change_event(hass, [call.entity_id], state_written),
+        async_track_state_report_event(hass, [call.entity_id], state_written),
+    )
     try:
         await hass.services.async_call(
             call.tool.domain, call.tool.service, call.arguments, blocking=True, context=context
@@ -139,7 +151,8 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
         hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result.as_dict()}, context=context)
         return result
     finally:
-        unsubscribe()
+        for unsubscribe in unsubscribers:
+            unsubscribe()
     result.executed = True
     if (change := _change(before, hass.states.get(call.entity_id))) is not None:
         result.changes.append(change)

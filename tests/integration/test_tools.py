@@ -3,6 +3,7 @@ and calls that must change nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from homeassistant.auth.models import User
@@ -99,6 +100,18 @@ async def test_todo_item_is_added(hass: HomeAssistant, home: None) -> None:
         "todo", "get_items", target={"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
     )
     assert [i["summary"] for i in items["todo.shopping_list"]["items"]] == ["oat milk"]  # type: ignore[index]
+
+
+async def test_a_device_already_in_that_state_answers_at_once(
+    hass: HomeAssistant, home: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A light already off writes its state unchanged: that is its answer, no waiting for
+    a change that will not come (the wait is made long here, so waiting would show)."""
+    monkeypatch.setattr("custom_components.botpsy.actions.STATE_SETTLE_SECONDS", 60)
+    await hass.services.async_call("light", "turn_off", {"entity_id": "light.bed_light"}, blocking=True)
+    async with asyncio.timeout(10):
+        result = await call(hass, "light_turn_off", {"entity_id": "light.bed_light"})
+    assert result.data["executed"] and "changes" not in result.data
 
 
 async def test_get_state_reads_without_acting(hass: HomeAssistant, home: None) -> None:
