@@ -19,9 +19,7 @@ from homeassistant.const import EVENT_CALL_SERVICE, EVENT_STATE_CHANGED
 from homeassistant.core import Event, HomeAssistant, callback
 
 from custom_components.botpsy.core.engine import Engine, Finished, GenerateEvent, GenerateRequest, TextDelta, Timings
-
-# Service domains that do not act on the home (the agent's own bookkeeping).
-PASSIVE_DOMAINS = frozenset({"conversation", "intent", "system_log", "logger", "persistent_notification", "tts"})
+from scripts.evaluation.agents import PASSIVE_DOMAINS
 
 
 @dataclass(slots=True)
