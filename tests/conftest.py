@@ -8,19 +8,20 @@ from pathlib import Path
 import shutil
 import subprocess
 import time
+from typing import get_args
 import urllib.request
 
 import pytest
 import pytest_socket
 
-from tests.tiny_gguf import write_tiny_model
+from tests.tiny_gguf import Arch, write_tiny_model
 
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A plain transformer and a Qwen3.5-style hybrid, random weights, real llama.cpp."""
+    """A plain transformer, a sliding-window and a hybrid model: random weights, real llama.cpp."""
     folder = tmp_path_factory.mktemp("models")
-    return {arch: write_tiny_model(folder / f"tiny-{arch}.gguf", arch) for arch in ("qwen3", "qwen35")}
+    return {arch: write_tiny_model(folder / f"tiny-{arch}.gguf", arch) for arch in get_args(Arch)}
 
 
 @pytest.fixture(scope="session")

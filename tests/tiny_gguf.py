@@ -1,11 +1,12 @@
 """Tiny random-weight GGUF models, so tests exercise real llama.cpp in milliseconds.
 
 The weights are noise: the models load, tokenize, generate, follow grammars and keep
-state exactly like real Qwen3 / Qwen3.5 models, but their text is gibberish. The files
+state exactly like real Qwen3, Gemma 3 (sliding-window attention) and Qwen3.5 (hybrid
+recurrent) models, but their text is gibberish. The files
 are deterministic for the same arguments and well under 2 MB.
 
-Run ``python tests/tiny_gguf.py OUT_DIR`` to write ``tiny-qwen3.gguf`` and
-``tiny-qwen35.gguf`` into OUT_DIR.
+Run ``python tests/tiny_gguf.py OUT_DIR`` to write ``tiny-qwen3.gguf``,
+``tiny-gemma3.gguf`` and ``tiny-qwen35.gguf`` into OUT_DIR.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 __all__ = ["QWEN35_CHAT_TEMPLATE", "Arch", "main", "write_tiny_model"]
 
-Arch = Literal["qwen3", "qwen35"]
+Arch = Literal["qwen3", "gemma3", "qwen35"]
 
 # A compact Qwen3.5 chat template: the real one's structure (ChatML turns, XML tool
 # calls, grouped tool responses, <think> blocks after the last user turn) without its
@@ -166,6 +167,12 @@ _FAVORED_LOGIT_WEIGHT = 1.0
 
 _QWEN3_LAYERS = 2
 
+# Gemma 3: local (sliding-window) attention layers with a global one every
+# _GEMMA3_SWA_PATTERN-th; a window this short makes every test prompt outgrow it.
+_GEMMA3_LAYERS = 2
+_GEMMA3_SWA_PATTERN = 2
+_GEMMA3_SLIDING_WINDOW = 16
+
 # Qwen3.5: Gated DeltaNet layers with a full-attention layer every 4th (the layout
 # llama.cpp assumes), partial interleaved M-RoPE, and fewer K than V heads.
 _QWEN35_LAYERS = 4
@@ -268,7 +275,7 @@ def _add_embeddings(w: _Weights, types: list[gguf.TokenType], *, favor_long_toke
 
 
 def _add_common(w: _Weights, n_layer: int) -> None:
-    """Add the hparams and tensors both architectures share."""
+    """Add the hparams and tensors all architectures share."""
     w.writer.add_embedding_length(_N_EMBD)
     w.writer.add_block_count(n_layer)
     w.writer.add_feed_forward_length(_N_FF)
@@ -287,7 +294,7 @@ def _add_common(w: _Weights, n_layer: int) -> None:
 
 
 def _add_attention(w: _Weights, il: int, *, gated: bool) -> None:
-    """Add Qwen3 attention with Q/K norms; Qwen3.5's Q projection also yields a gate."""
+    """Add attention with Q/K norms (Qwen3, Gemma 3); Qwen3.5's Q projection also yields a gate."""
     q_width = _N_HEAD * _HEAD_DIM * (2 if gated else 1)
     w.normal(f"blk.{il}.attn_q.weight", _N_EMBD, q_width)
     w.normal(f"blk.{il}.attn_k.weight", _N_EMBD, _N_HEAD_KV * _HEAD_DIM)
@@ -304,6 +311,20 @@ def _add_qwen3(w: _Weights) -> None:
     for il in range(_QWEN3_LAYERS):
         _add_attention(w, il, gated=False)
         w.ones(f"blk.{il}.ffn_norm.weight", _N_EMBD)
+
+
+def _add_gemma3(w: _Weights) -> None:
+    """Gemma 3: sliding-window and global attention, each sublayer norm before and after."""
+    _add_common(w, _GEMMA3_LAYERS)
+    writer = w.writer
+    writer.add_rope_freq_base(1_000_000.0)
+    writer.add_sliding_window(_GEMMA3_SLIDING_WINDOW)
+    writer.add_uint32(f"{writer.arch}.attention.sliding_window_pattern", _GEMMA3_SWA_PATTERN)
+    for il in range(_GEMMA3_LAYERS):
+        _add_attention(w, il, gated=False)
+        w.ones(f"blk.{il}.post_attention_norm.weight", _N_EMBD)
+        w.ones(f"blk.{il}.ffn_norm.weight", _N_EMBD)
+        w.ones(f"blk.{il}.post_ffw_norm.weight", _N_EMBD)
 
 
 def _add_qwen35(w: _Weights) -> None:
@@ -342,6 +363,7 @@ def _add_qwen35(w: _Weights) -> None:
 
 _BUILDERS: dict[Arch, Callable[[_Weights], None]] = {
     "qwen3": _add_qwen3,
+    "gemma3": _add_gemma3,
     "qwen35": _add_qwen35,
 }
 
@@ -387,7 +409,7 @@ def write_tiny_model(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write tiny-qwen3.gguf and tiny-qwen35.gguf into the directory given."""
+    """Write one tiny model of each architecture into the directory given."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python tests/tiny_gguf.py OUT_DIR", file=sys.stderr)

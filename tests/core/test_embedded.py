@@ -28,7 +28,7 @@ CALL_GRAMMAR = r'root ::= "<tool_call>" [a-z]{3,8} "</tool_call>"'
 ENDLESS_GRAMMAR = r"root ::= [a-z]{300,}"
 
 
-@pytest.fixture(params=["qwen3", "qwen35"])
+@pytest.fixture(params=["qwen3", "gemma3", "qwen35"])
 async def engine(request: pytest.FixtureRequest, tiny_models: dict[str, Path]) -> AsyncIterator[EmbeddedEngine]:
     engine = EmbeddedEngine(EmbeddedOptions(str(tiny_models[request.param]), n_ctx=512, n_threads=2, n_batch=64))
     await engine.async_load()
@@ -98,8 +98,9 @@ async def test_prefix_is_reported_cached(engine: EmbeddedEngine) -> None:
     assert timings.cached_tokens < timings.prompt_tokens
     info = engine.model_info
     assert info is not None
-    if info.architecture == "qwen3":
-        # A transformer's KV cache is cut back to the shared prefix.
+    if info.architecture != "qwen35":
+        # A transformer's KV cache is cut back to the shared prefix; so is a sliding-window
+        # one while it still holds the window before the cut (it does for prompts this short).
         assert timings.cached_tokens >= await engine.async_count_tokens(prefix) - 1
     else:
         # Recurrent state cannot be cut back: this request evaluates everything again

@@ -36,7 +36,7 @@ def load(path: Path) -> worker.Model:
     return worker.Model({"model_path": str(path), "n_ctx": 1024, "n_batch": 64, "n_threads": 1})
 
 
-@pytest.fixture(scope="module", params=["qwen3", "qwen35"])
+@pytest.fixture(scope="module", params=["qwen3", "gemma3", "qwen35"])
 def model(request: pytest.FixtureRequest, tiny_models: dict[str, Path]) -> worker.Model:
     return load(tiny_models[request.param])
 

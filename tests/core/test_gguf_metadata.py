@@ -10,7 +10,7 @@ from custom_components.botpsy.core.engine import ModelLoadError
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
 
 
-@pytest.mark.parametrize("arch", ["qwen3", "qwen35"])
+@pytest.mark.parametrize("arch", ["qwen3", "gemma3", "qwen35"])
 def test_reads_tiny_models(tiny_models: dict[str, Path], arch: str) -> None:
     meta = read_gguf_metadata(tiny_models[arch])
     assert meta.architecture == arch

@@ -8,6 +8,9 @@ from collections.abc import AsyncIterator
 import contextlib
 from pathlib import Path
 
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from custom_components.botpsy.core import worker
@@ -24,7 +27,7 @@ def turn(text: str) -> str:
     return f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
 
 
-@pytest.fixture(params=["qwen3", "qwen35"])
+@pytest.fixture(params=["qwen3", "gemma3", "qwen35"])
 async def engine(request: pytest.FixtureRequest, tiny_models: dict[str, Path]) -> AsyncIterator[EmbeddedEngine]:
     engine = EmbeddedEngine(EmbeddedOptions(str(tiny_models[request.param]), n_ctx=512, n_threads=1, n_batch=64))
     await engine.async_load()
@@ -153,3 +156,33 @@ async def test_cancelling_the_caller_of_a_prefill_still_cancels_it() -> None:
     guard.interrupt()
     with pytest.raises(PrefillInterruptedError):
         await interrupted
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "gemma3", "qwen35"])
+def test_reused_state_gives_the_cold_logits(tiny_models: dict[str, Path], arch: str) -> None:
+    """Whatever a request reuses (a cut-back cache, a snapshot), the model sees what a cold
+    evaluation gives it, also once a sliding window's cache has dropped what a cut-back needs."""
+    home = PREFIX + "".join(f"Light {n}: on, brightness {n * 7 % 100}.\n" for n in range(24))
+    # The first turn outgrows the window's cache (the 16-token window plus a batch, padded).
+    prompts = [home + turn("turn on the hall" + ", the porch" * 40), home + turn("hi"), home + turn("dim the desk")]
+    warm = _model(tiny_models[arch])
+    for prompt in prompts:
+        reused, warm_logits = _evaluate(warm, prompt)
+        cold_reused, cold_logits = _evaluate(_model(tiny_models[arch]), prompt)
+        assert cold_reused == 0
+        # Batches split differently, so only float rounding may differ (a lost window: ~0.1).
+        np.testing.assert_allclose(warm_logits, cold_logits, rtol=0, atol=1e-3)
+    assert reused >= len(warm.tokenize(home)) - 1  # the last request started after the home
+
+
+def _model(path: Path) -> worker.Model:
+    return worker.Model({"model_path": str(path), "n_ctx": 2048, "n_batch": 32, "n_threads": 1})
+
+
+def _evaluate(model: worker.Model, prompt: str) -> tuple[int, npt.NDArray[np.float32]]:
+    """Evaluate prompt as a request does: the tokens reused, and the next token's logits."""
+    tokens = model.tokenize(prompt)
+    _kept, reused = model._reuse_prefix(tokens)
+    model.llm.eval(tokens[model.llm.n_tokens :])
+    logits = llama_cpp.llama_get_logits_ith(model.llm._ctx.ctx, -1)
+    return reused, np.ctypeslib.as_array(logits, shape=(model.llm.n_vocab(),)).copy()

@@ -82,6 +82,9 @@ class Model:
             n_ubatch=options["n_batch"],
             n_threads=options["n_threads"],
             n_threads_batch=options["n_threads"],
+            # Sliding-window layers keep only their window, as llama-server does: the
+            # prefix snapshots stand in where a cut-back would need what the window dropped.
+            swa_full=False,
             verbose=False,
         )
         self.vocab = Vocabulary(self.llm._model)
