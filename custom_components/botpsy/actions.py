@@ -103,14 +103,14 @@ async def async_check(hass: HomeAssistant, call: ValidCall, context: Context) ->
         user = await hass.auth.async_get_user(context.user_id)
         if user is None or not user.permissions.check_entity(entity_id, POLICY_CONTROL):
             raise CallRejectedError(f"the user is not allowed to control {entity_id}")
-    service = hass.services.async_services_for_domain(call.tool.domain).get(call.tool.service)
+    service = hass.services.async_services_for_domain(call.domain).get(call.tool.service)
     if service is None:
-        raise CallRejectedError(f"the service {call.tool.domain}.{call.tool.service} is not available")
+        raise CallRejectedError(f"the service {call.domain}.{call.tool.service} is not available")
     if service.schema is not None:
         try:
-            service.schema(call.arguments)
+            service.schema(call.service_data)
         except probatio.Invalid as err:
-            raise CallRejectedError(f"{call.tool.domain}.{call.tool.service} refused the data: {err}") from err
+            raise CallRejectedError(f"{call.domain}.{call.tool.service} refused the data: {err}") from err
 
 
 async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> CallResult:
@@ -140,14 +140,14 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
     )
     try:
         await hass.services.async_call(
-            call.tool.domain, call.tool.service, call.arguments, blocking=True, context=context
+            call.domain, call.tool.service, call.service_data, blocking=True, context=context
         )
         # Many devices report their new state a moment after the service returns.
         if not changed.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), STATE_SETTLE_SECONDS)
     except (HomeAssistantError, probatio.Invalid, ValueError) as err:
-        result.error = f"{call.tool.domain}.{call.tool.service} failed: {err}"
+        result.error = f"{call.domain}.{call.tool.service} failed: {err}"
         hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result.as_dict()}, context=context)
         return result
     finally:

@@ -32,18 +32,19 @@ API_PROMPT = (
 
 
 class CompiledTool(llm.Tool):
-    """One compiled tool; `compiled` keeps its targets and arguments for prompts and grammars."""
+    """One function: a domain's compiled tools (one per action), or a read-only tool;
+    `compiled` keeps their targets and arguments for prompts and grammars."""
 
     integration = DOMAIN
-    # Arguments are checked by the compiled tool itself, with reasons the model can use.
+    # Arguments are checked by the compiled tools themselves, with reasons the model can use.
     parameters = probatio.Schema({}, extra=probatio.ALLOW_EXTRA)
 
-    def __init__(self, compiled: Tool, tools: dict[str, Tool], home: Home) -> None:
+    def __init__(self, compiled: tuple[Tool, ...], home: Home) -> None:
         self.compiled = compiled
-        self.name = compiled.name
-        self.description = compiled.description
-        self.annotations = llm.ToolAnnotations(read_only=compiled.read_only, open_world=False)
-        self._tools = tools
+        self.name = compiled[0].name
+        self.description = compiled[0].description if len(compiled) == 1 else ""
+        self.annotations = llm.ToolAnnotations(read_only=compiled[0].read_only, open_world=False)
+        self._tools = {t.key: t for t in compiled}
         self.home = home
 
     async def async_call(
@@ -75,9 +76,10 @@ class BotPsyAPI(llm.API):
 
     async def async_get_api_instance(self, llm_context: llm.LLMContext) -> llm.APIInstance:
         home = await async_snapshot_home(self.hass)
-        compiled = compile_tools(home)
-        by_name = {t.name: t for t in compiled}
-        tools: list[llm.Tool] = [CompiledTool(t, by_name, home) for t in compiled]
+        functions: dict[str, list[Tool]] = {}
+        for tool in compile_tools(home):
+            functions.setdefault(tool.name, []).append(tool)
+        tools: list[llm.Tool] = [CompiledTool(tuple(group), home) for group in functions.values()]
         return BotPsyAPIInstance(api=self, api_prompt=API_PROMPT, llm_context=llm_context, tools=tools, home=home)
 
 

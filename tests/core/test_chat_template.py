@@ -34,7 +34,10 @@ def test_tools_are_rendered_in_the_system_block(tiny_model: Path) -> None:
 
 
 TOOL = {"type": "function", "function": {"name": "light_turn_on", "parameters": {"type": "object"}}}
-CALL = {"type": "function", "function": {"name": "light_turn_on", "arguments": {"entity_id": "light.kitchen"}}}
+CALL = {
+    "type": "function",
+    "function": {"name": "light", "arguments": {"entity_id": "light.kitchen", "action": "turn_on"}},
+}
 TURNS = [
     *MESSAGES,
     {"role": "assistant", "content": "", "tool_calls": [CALL]},
@@ -58,7 +61,10 @@ def test_fallbacks_offer_tools_and_show_calls_in_hermes_json(architecture: str) 
     source = fallback_template(architecture)
     prompt = ChatTemplate(source).render(TURNS, tools=[TOOL])
     assert prompt.index('{"type": "function", "function": {"name": "light_turn_on"') < prompt.index("You control")
-    assert '<tool_call>\n{"name": "light_turn_on", "arguments": {"entity_id": "light.kitchen"}}\n</tool_call>' in prompt
+    assert (
+        '<tool_call>\n{"name": "light", "arguments": {"entity_id": "light.kitchen", "action": "turn_on"}}\n</tool_call>'
+        in prompt
+    )
     assert '<tool_response>\n{"executed": true}\n</tool_response>' in prompt
     assert detect_format(source).name == "hermes_json"
 

@@ -61,25 +61,38 @@ def test_every_byte_has_a_token(forced: Forced) -> None:
     [
         # The call's head up to the function name, which is a choice.
         ("", "<tool_call>\n<function=", False),
-        ("<tool_call>\n<function=light_turn_o", "", False),  # on or off
-        # The rest of the name, the only argument's tag, and the domain of every target.
-        ("<tool_call>\n<function=light_turn_of", "f>\n<parameter=entity_id>\nlight.", False),
-        # A unique target: the call runs to its end, and the grammar ends there.
+        ("<tool_call>\n<function=l", "", False),  # light or lock
+        # The rest of the name, the target's tag, and the domain of every target.
+        ("<tool_call>\n<function=li", "ght>\n<parameter=entity_id>\nlight.", False),
+        # A unique target, then the action: turning the kitchen light on or off is a choice.
         (
-            "<tool_call>\n<function=light_turn_off>\n<parameter=entity_id>\nlight.k",
-            "itchen\n</parameter>\n</function>\n</tool_call>",
+            "<tool_call>\n<function=light>\n<parameter=entity_id>\nlight.k",
+            "itchen\n</parameter>\n<parameter=action>\nturn_o",
+            False,
+        ),
+        # A unique action without arguments: the call runs to its end, and the grammar ends there.
+        (
+            "<tool_call>\n<function=light>\n<parameter=entity_id>\nlight.kitchen\n</parameter>\n"
+            "<parameter=action>\nturn_of",
+            "f\n</parameter>\n</function>\n</tool_call>",
             True,
         ),
         (
-            "<tool_call>\n<function=lock_l",
-            "ock>\n<parameter=entity_id>\nlock.front_door\n</parameter>\n</function>\n</tool_call>",
-            True,
+            "<tool_call>\n<function=lo",
+            "ck>\n<parameter=entity_id>\nlock.front_door\n</parameter>\n<parameter=action>\n",
+            False,
         ),
-        # Optional arguments: a choice after the target (a light without any: none).
-        ("<tool_call>\n<function=light_turn_on>\n<parameter=entity_id>\nlight.d", "esk\n</parameter>\n<", False),
+        # Optional arguments: a choice after the action (a light without any: none).
         (
-            "<tool_call>\n<function=light_turn_on>\n<parameter=entity_id>\nlight.h",
-            "allway\n</parameter>\n</function>\n</tool_call>",
+            "<tool_call>\n<function=light>\n<parameter=entity_id>\nlight.desk\n</parameter>\n"
+            "<parameter=action>\nturn_on",
+            "\n</parameter>\n<",
+            False,
+        ),
+        (
+            "<tool_call>\n<function=light>\n<parameter=entity_id>\nlight.hallway\n</parameter>\n"
+            "<parameter=action>\nturn_on",
+            "\n</parameter>\n</function>\n</tool_call>",
             True,
         ),
         # Free text: nothing is forced.
@@ -94,7 +107,10 @@ def test_text_or_calls_is_a_choice(forced: Forced) -> None:
     grammar = compile_grammar(TOOLS, FORMATS["qwen_xml"])
     assert forced.after(grammar) == (b"", False)
     # After a whole call, another call or the end: a choice.
-    call = "<tool_call>\n<function=switch_turn_on>\n<parameter=entity_id>\nswitch.coffee\n</parameter>\n</function>\n"
+    call = (
+        "<tool_call>\n<function=switch>\n<parameter=entity_id>\nswitch.coffee\n</parameter>\n"
+        "<parameter=action>\nturn_on\n</parameter>\n</function>\n"
+    )
     assert forced.after(grammar, call) == (b"</tool_call>", False)
     assert forced.after(grammar, call + "</tool_call>") == (b"", False)
 
@@ -102,8 +118,8 @@ def test_text_or_calls_is_a_choice(forced: Forced) -> None:
 def test_hermes_and_gemma_heads(forced: Forced) -> None:
     hermes = compile_grammar(TOOLS, FORMATS["hermes_json"], allow_text=False)
     assert forced.after(hermes) == (b'<tool_call>\n{"name": "', False)
-    assert forced.after(hermes, '<tool_call>\n{"name": "todo_') == (
-        b'add_item", "arguments": {"entity_id": "todo.shopping", "item": "',
+    assert forced.after(hermes, '<tool_call>\n{"name": "t') == (
+        b'odo", "arguments": {"entity_id": "todo.shopping", "action": "add_item", "item": "',
         False,
     )
     gemma = compile_grammar(TOOLS, FORMATS["gemma"], allow_text=False)

@@ -9,6 +9,7 @@ reason.
 from __future__ import annotations
 
 from pathlib import Path
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -16,14 +17,14 @@ import pytest
 
 from custom_components.botpsy.core.formats import FORMATS, MAX_TEXT_VALUE, CallFormat, ToolCall, detect_format
 from custom_components.botpsy.core.grammar import MAX_CALLS, compile_grammar, int_range
-from custom_components.botpsy.core.tools import Param, Tool, compile_tools
-from custom_components.botpsy.core.validate import validate_call
+from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools
+from custom_components.botpsy.core.validate import CallRejectedError, validate_call
 from tests.grammar_check import GrammarChecker
 
 from .sample_home import sample_home
 
 TOOLS = compile_tools(sample_home())
-TOOLS_BY_NAME = {t.name: t for t in TOOLS}
+TOOLS_BY_KEY = {t.key: t for t in TOOLS}
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +63,8 @@ def calls(draw: st.DrawFn) -> ToolCall:
     if tool.targets:
         arguments["entity_id"] = draw(st.sampled_from(sorted(tool.targets)))
         params = tool.targets[arguments["entity_id"]]
+    if tool.service:
+        arguments[ACTION] = tool.service
     for param in params:
         if param.required or draw(st.booleans()):
             arguments[param.name] = draw(value_strategy(param))
@@ -79,14 +82,14 @@ def test_allowed_calls_render_are_accepted_and_parse_back(
     parsed = fmt.parse(text)
     assert parsed.errors == [] and parsed.content == ""
     assert len(parsed.calls) == 1
-    valid = validate_call(parsed.calls[0], TOOLS_BY_NAME)
+    valid = validate_call(parsed.calls[0], TOOLS_BY_KEY)
     assert valid.arguments == call.arguments
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
 def test_two_calls_and_text_answers(fmt: CallFormat, checker: GrammarChecker) -> None:
-    first = ToolCall("light_turn_off", {"entity_id": "light.kitchen"})
-    second = ToolCall("switch_turn_on", {"entity_id": "switch.coffee"})
+    first = ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"})
+    second = ToolCall("switch", {"entity_id": "switch.coffee", "action": "turn_on"})
     text = fmt.render(first) + "\n" + fmt.render(second)
     assert checker.accepts(GRAMMARS[fmt.name], text)
     assert fmt.parse(text).calls == [first, second]
@@ -96,10 +99,12 @@ def test_two_calls_and_text_answers(fmt: CallFormat, checker: GrammarChecker) ->
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
 def test_calls_per_answer_are_bounded(fmt: CallFormat, checker: GrammarChecker) -> None:
-    call = fmt.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen"}))
+    call = fmt.render(ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"}))
     assert checker.accepts(GRAMMARS[fmt.name], "\n".join([call] * MAX_CALLS))
     assert not checker.accepts(GRAMMARS[fmt.name], "\n".join([call] * (MAX_CALLS + 1)))
-    item = fmt.render(ToolCall("todo_add_item", {"entity_id": "todo.shopping", "item": "x" * (MAX_TEXT_VALUE + 1)}))
+    item = fmt.render(
+        ToolCall("todo", {"entity_id": "todo.shopping", "action": "add_item", "item": "x" * (MAX_TEXT_VALUE + 1)})
+    )
     assert not checker.accepts(GRAMMARS[fmt.name], item)
 
 
@@ -107,22 +112,62 @@ def test_calls_per_answer_are_bounded(fmt: CallFormat, checker: GrammarChecker) 
 @pytest.mark.parametrize(
     ("call", "why"),
     [
-        (ToolCall("light_dim", {"entity_id": "light.kitchen"}), "unknown function"),
-        (ToolCall("light_turn_on", {"entity_id": "light.garage"}), "unknown entity"),
-        (ToolCall("light_turn_on", {"entity_id": "switch.coffee"}), "entity of another domain"),
-        (ToolCall("light_turn_on", {"entity_id": "light.hallway", "brightness_pct": 50}), "non-dimmable light"),
-        (ToolCall("light_turn_on", {"entity_id": "light.desk", "brightness_pct": 101}), "out of range"),
-        (ToolCall("fan_set_preset_mode", {"entity_id": "fan.bedroom", "preset_mode": "turbo"}), "not an option"),
-        (ToolCall("fan_set_preset_mode", {"entity_id": "fan.attic", "preset_mode": "auto"}), "no presets"),
-        (ToolCall("fan_set_percentage", {"entity_id": "fan.attic"}), "required argument missing"),
-        (ToolCall("climate_set_hvac_mode", {"entity_id": "climate.living", "hvac_mode": "cool"}), "mode it lacks"),
-        (ToolCall("lock_unlock", {"entity_id": "lock.front_door", "code": "1234"}), "lock code"),
+        (ToolCall("lamp", {"entity_id": "light.kitchen", "action": "turn_on"}), "unknown function"),
+        (ToolCall("light", {"entity_id": "light.kitchen", "action": "dim"}), "unknown action"),
+        (ToolCall("light", {"entity_id": "light.kitchen", "action": "lock"}), "another domain's action"),
+        (ToolCall("light", {"entity_id": "light.kitchen"}), "no action"),
+        (ToolCall("light", {"entity_id": "light.garage", "action": "turn_on"}), "unknown entity"),
+        (ToolCall("light", {"entity_id": "switch.coffee", "action": "turn_on"}), "entity of another domain"),
+        (
+            ToolCall("light", {"entity_id": "light.hallway", "action": "turn_on", "brightness_pct": 50}),
+            "non-dimmable light",
+        ),
+        (ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 101}), "out of range"),
+        (
+            ToolCall("fan", {"entity_id": "fan.bedroom", "action": "set_preset_mode", "preset_mode": "turbo"}),
+            "not an option",
+        ),
+        (ToolCall("fan", {"entity_id": "fan.attic", "action": "set_preset_mode", "preset_mode": "auto"}), "no presets"),
+        (ToolCall("fan", {"entity_id": "fan.attic", "action": "set_percentage"}), "required argument missing"),
+        (
+            ToolCall("climate", {"entity_id": "climate.living", "action": "set_hvac_mode", "hvac_mode": "cool"}),
+            "mode it lacks",
+        ),
+        (ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock", "code": "1234"}), "lock code"),
     ],
 )
 def test_calls_the_tools_do_not_allow_are_refused(
     fmt: CallFormat, call: ToolCall, why: str, checker: GrammarChecker
 ) -> None:
     assert not checker.accepts(GRAMMARS[fmt.name], fmt.render(call)), why
+
+
+@pytest.mark.parametrize(
+    ("call", "reason"),
+    [
+        (ToolCall("lamp", {"entity_id": "light.kitchen"}), "there is no function 'lamp'"),
+        (
+            ToolCall("light", {"entity_id": "light.kitchen"}),
+            "light needs an action: one of turn_off, turn_on, not None",
+        ),
+        (ToolCall("light", {"entity_id": "light.kitchen", "action": "lock"}), "one of turn_off, turn_on, not 'lock'"),
+        (
+            ToolCall("light", {"entity_id": "switch.coffee", "action": "turn_on"}),
+            "switch.coffee cannot be used with light",
+        ),
+    ],
+)
+def test_validation_names_the_functions_actions(call: ToolCall, reason: str) -> None:
+    with pytest.raises(CallRejectedError, match=re.escape(reason)):
+        validate_call(call, TOOLS_BY_KEY)
+
+
+def test_a_valid_call_runs_its_actions_service_with_the_rest_as_data() -> None:
+    call = ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": "40"})
+    valid = validate_call(call, TOOLS_BY_KEY)
+    assert (valid.domain, valid.tool.service) == ("light", "turn_on")
+    assert valid.service_data == {"entity_id": "light.desk", "brightness_pct": 40}
+    assert valid.arguments == {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 40}
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,22 @@ import pytest
 
 from custom_components.botpsy.core.chat_template import ChatTemplate
 from custom_components.botpsy.core.home import Home
-from custom_components.botpsy.core.tools import FIND_ENTITIES, GET_AREA_STATE, GET_STATE, compile_tools
+from custom_components.botpsy.core.tools import (
+    FIND_ENTITIES,
+    GET_AREA_STATE,
+    GET_STATE,
+    compile_tools,
+    function_schemas,
+)
 from custom_components.botpsy.llm_api import API_PROMPT
 from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
 from .sample_home import generated_home, sample_home
 
 
-def by_name(home: Home) -> dict[str, dict[str, dict[str, object]]]:
+def by_key(home: Home) -> dict[str, dict[str, dict[str, object]]]:
     return {
-        tool.name: {
+        tool.key: {
             entity: {p.name: (p.type, p.options or (p.minimum, p.maximum)) for p in params}
             for entity, params in tool.targets.items()
         }
@@ -28,14 +34,14 @@ def by_name(home: Home) -> dict[str, dict[str, dict[str, object]]]:
 
 
 def test_tools_and_targets_follow_capabilities() -> None:
-    tools = by_name(sample_home())
+    tools = by_key(sample_home())
     assert list(tools) == [
-        "climate_set_hvac_mode", "climate_set_temperature", "fan_set_percentage", "fan_set_preset_mode",
-        "light_turn_off", "light_turn_on", "lock_lock", "lock_unlock", "media_player_select_source",
-        "media_player_volume_set", "switch_turn_off", "switch_turn_on", "todo_add_item", GET_STATE, GET_AREA_STATE,
+        "climate.set_hvac_mode", "climate.set_temperature", "fan.set_percentage", "fan.set_preset_mode",
+        "light.turn_off", "light.turn_on", "lock.lock", "lock.unlock", "media_player.select_source",
+        "media_player.volume_set", "switch.turn_off", "switch.turn_on", "todo.add_item", GET_STATE, GET_AREA_STATE,
         FIND_ENTITIES,
     ]  # fmt: skip
-    light_on = tools["light_turn_on"]
+    light_on = tools["light.turn_on"]
     # Per-light arguments: only what each light supports; no transition, no advanced fields.
     assert light_on["light.hallway"] == {}
     assert light_on["light.desk"] == {"brightness_pct": ("integer", (0, 100))}
@@ -46,15 +52,15 @@ def test_tools_and_targets_follow_capabilities() -> None:
         "effect": ("enum", ("rainbow", "none")),
     }
     # A fan without presets is no target of the preset service.
-    assert list(tools["fan_set_preset_mode"]) == ["fan.bedroom"]
-    assert tools["fan_set_preset_mode"]["fan.bedroom"] == {"preset_mode": ("enum", ("auto", "sleep"))}
-    assert set(tools["fan_set_percentage"]) == {"fan.attic", "fan.bedroom"}
+    assert list(tools["fan.set_preset_mode"]) == ["fan.bedroom"]
+    assert tools["fan.set_preset_mode"]["fan.bedroom"] == {"preset_mode": ("enum", ("auto", "sleep"))}
+    assert set(tools["fan.set_percentage"]) == {"fan.attic", "fan.bedroom"}
     # Modes and sources come from the entity's own attributes.
-    assert tools["climate_set_hvac_mode"]["climate.living"] == {"hvac_mode": ("enum", ("off", "heat", "auto"))}
-    assert tools["media_player_select_source"]["media_player.tv"] == {"source": ("enum", ("HDMI 1", "Netflix"))}
-    assert tools["media_player_volume_set"]["media_player.tv"] == {"volume_level": ("number", (0, 1))}
+    assert tools["climate.set_hvac_mode"]["climate.living"] == {"hvac_mode": ("enum", ("off", "heat", "auto"))}
+    assert tools["media_player.select_source"]["media_player.tv"] == {"source": ("enum", ("HDMI 1", "Netflix"))}
+    assert tools["media_player.volume_set"]["media_player.tv"] == {"volume_level": ("number", (0, 1))}
     # Lock codes are never offered to the model; sensors are only readable.
-    assert tools["lock_unlock"]["lock.front_door"] == {}
+    assert tools["lock.unlock"]["lock.front_door"] == {}
     assert "sensor.outside_temperature" in tools[GET_STATE]
     assert not any("sensor.outside_temperature" in targets for name, targets in tools.items() if name != GET_STATE)
     assert tools[FIND_ENTITIES] == {}
@@ -68,23 +74,32 @@ def test_output_is_stable_and_independent_of_states() -> None:
     assert compile_tools(Home(tuple(changed), home.services[::-1])) == compile_tools(home)
 
 
-def test_json_schema() -> None:
-    tool = next(t for t in compile_tools(sample_home()) if t.name == "light_turn_on")
-    schema = tool.json_schema()["function"]
-    assert schema["name"] == "light_turn_on"
-    properties = schema["parameters"]["properties"]
+def test_one_function_per_domain() -> None:
+    schemas = {s["function"]["name"]: s["function"] for s in function_schemas(compile_tools(sample_home()))}
+    assert list(schemas) == [
+        "climate", "fan", "light", "lock", "media_player", "switch", "todo", GET_STATE, GET_AREA_STATE, FIND_ENTITIES
+    ]  # fmt: skip
+    light = schemas["light"]
+    properties = light["parameters"]["properties"]
     # No entity in the schema: the same whichever devices a request concerns.
     assert properties["entity_id"] == {"type": "string"}
-    assert "light.desk" not in str(schema)
+    assert "light.desk" not in str(light)
+    # The domain's services are its actions; their arguments are merged.
+    assert properties["action"] == {"type": "string", "enum": ["turn_off", "turn_on"]}
     assert properties["brightness_pct"] == {"type": "integer", "minimum": 0, "maximum": 100, "description": "%"}
-    assert schema["parameters"]["required"] == ["entity_id"]
+    assert light["parameters"]["required"] == ["entity_id", "action"]
+    # A service's own description stays where it is the function's only action; none is empty.
+    assert "description" not in light
+    assert schemas["todo"]["description"] == "Adds a new to-do list item."
+    assert schemas["todo"]["parameters"]["required"] == ["entity_id", "action", "item"]
+    assert schemas[GET_STATE]["description"] == "Current state of an entity"
 
 
 def prompt_prefix(home: Home) -> str:
     """Instructions and tools in the Qwen3.5 template, up to where the user's turn begins."""
     system = DEFAULT_INSTRUCTIONS_PROMPT + "\n" + API_PROMPT
     messages = [{"role": "system", "content": system}, {"role": "user", "content": "\x00"}]
-    rendered = ChatTemplate(QWEN35_CHAT_TEMPLATE).render(messages, tools=[t.json_schema() for t in compile_tools(home)])
+    rendered = ChatTemplate(QWEN35_CHAT_TEMPLATE).render(messages, tools=function_schemas(compile_tools(home)))
     return rendered.split("\x00")[0]
 
 
@@ -92,8 +107,9 @@ def prompt_prefix(home: Home) -> str:
 def test_prompt_prefix_stays_small_and_stable(count: int) -> None:
     home = generated_home(count)
     prefix = prompt_prefix(home)
-    # About four characters a token: at most 1,500 tokens, even at 1,000 entities.
-    assert len(prefix) / 4 <= 1500
+    # About four characters a token: at most 1,000 tokens even at 1,000 entities, leaving
+    # the user's turn (a dozen device lines) room within a 1,500-token prompt.
+    assert len(prefix) / 4 <= 1000
     # States and the entities' order do not change it.
     changed = [replace(e, state="on") for e in reversed(home.entities)]
     assert prompt_prefix(Home(tuple(changed), home.services)) == prefix

@@ -19,7 +19,7 @@ def result(case_id: str, category: str, passed: bool, failure: str | None = None
         detail="" if passed else "light.kitchen: state='off' (expected 'on')",
         expected_changes={"light.kitchen": {"state": "on"}},
         actual_changes={} if not passed else {"light.kitchen": {"state": "on"}},
-        calls=[{"name": "light_turn_on", "arguments": {"entity_id": "light.kitchen"}, "valid": True,
+        calls=[{"name": "light", "arguments": {"entity_id": "light.kitchen", "action": "turn_on"}, "valid": True,
                 "executed": passed, "error": None}],
         reply="Turned on the kitchen light." if passed else "Sorry",
         latency_s=1.5,

@@ -42,7 +42,7 @@ def tool_results(hass: HomeAssistant, conversation_id: str) -> list[dict[str, An
 async def test_call_runs_and_reply_says_what_changed(
     hass: HomeAssistant, agent: MockConfigEntry, tiny_model: Path
 ) -> None:
-    call = XML.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen_lights"}))
+    call = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
     engine = script(agent, call)
     speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
@@ -50,7 +50,7 @@ async def test_call_runs_and_reply_says_what_changed(
     request = engine.requests[0]
     assert request.prompt is not None and request.grammar is not None
     # The tools are in the prompt, in the model's template; the call is one the grammar allows.
-    assert '"name": "light_turn_off"' in request.prompt
+    assert '"name": "light"' in request.prompt
     assert GrammarChecker(tiny_model).accepts(request.grammar, call)
     assert tool_results(hass, conversation_id)[0]["changes"][0]["old_state"] == "on"
 
@@ -72,9 +72,14 @@ async def test_text_answer_acts_on_nothing(hass: HomeAssistant, agent: MockConfi
 
 async def test_rejected_call_is_repaired_in_the_next_round(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     conflicting = XML.render(
-        ToolCall("light_turn_on", {"entity_id": "light.bed_light", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000})
+        ToolCall(
+            "light",
+            {"entity_id": "light.bed_light", "action": "turn_on", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000},
+        )
     )
-    repaired = XML.render(ToolCall("light_turn_on", {"entity_id": "light.bed_light", "rgb_color": [255, 0, 0]}))
+    repaired = XML.render(
+        ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on", "rgb_color": [255, 0, 0]})
+    )
     engine = script(agent, conflicting, repaired)
     speech, conversation_id = await ask(hass, "Make the bed light red")
     assert hass.states.get("light.bed_light").attributes["rgb_color"] == (255, 0, 0)  # type: ignore[union-attr]
@@ -99,7 +104,10 @@ async def test_state_question_reads_then_answers(hass: HomeAssistant, agent: Moc
 
 async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     conflicting = XML.render(
-        ToolCall("light_turn_on", {"entity_id": "light.bed_light", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000})
+        ToolCall(
+            "light",
+            {"entity_id": "light.bed_light", "action": "turn_on", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000},
+        )
     )
     script(agent, conflicting, conflicting, conflicting, "Done!")
     speech, _conversation_id = await ask(hass, "Make the bed light red")
@@ -146,7 +154,7 @@ async def test_assist_api_alone(hass: HomeAssistant, agent: MockConfigEntry) -> 
     assert speech == "The kitchen lights are off."
     assert "HassTurnOff" in (engine.requests[0].prompt or "")
     assert engine.requests[0].grammar is None  # HA's tools are not compiled into a grammar
-    assert '"name": "light_turn_off"' not in (engine.requests[0].prompt or "")
+    assert '"name": "light"' not in (engine.requests[0].prompt or "")
 
 
 async def test_assist_and_botpsy_together(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -155,15 +163,15 @@ async def test_assist_and_botpsy_together(hass: HomeAssistant, agent: MockConfig
     await ask(hass, "Turn off the kitchen lights")
     names = re.findall(r'"name": "([\w-]+)"', engine.requests[0].prompt or "")
     assert any(name.endswith("HassTurnOff") for name in names)
-    ours = next(name for name in names if name.endswith("light_turn_off"))
-    assert ours == "botpsy__light_turn_off"
-    engine.outputs.append(XML.render(ToolCall(ours, {"entity_id": "light.kitchen_lights"})))
+    ours = next(name for name in names if name.endswith("__light"))
+    assert ours == "botpsy__light"
+    engine.outputs.append(XML.render(ToolCall(ours, {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     speech, _conversation_id = await ask(hass, "Turn off the kitchen lights")
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
     assert speech == "Kitchen Lights: on → off."
 
 
-UNLOCK = XML.render(ToolCall("lock_unlock", {"entity_id": "lock.front_door"}))
+UNLOCK = XML.render(ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock"}))
 
 
 async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -179,7 +187,7 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
 
 
 async def test_garage_door_is_asked_and_no_cancels(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    script(agent, XML.render(ToolCall("cover_open_cover", {"entity_id": "cover.garage_door"})))
+    script(agent, XML.render(ToolCall("cover", {"entity_id": "cover.garage_door", "action": "open_cover"})))
     speech, conversation_id = await ask(hass, "Open the garage")
     assert speech.startswith("Do you want me to open cover Garage Door?")
     speech, _conversation_id = await ask(hass, "no", conversation_id)
@@ -227,7 +235,7 @@ async def test_process_action_returns_reply_calls_and_changes(
     hass: HomeAssistant, agent: MockConfigEntry, hass_admin_user: User
 ) -> None:
     events = async_capture_events(hass, "botpsy_call_executed")
-    script(agent, XML.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen_lights"})))
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     response = await hass.services.async_call(
         "botpsy",
         "process",
@@ -238,20 +246,20 @@ async def test_process_action_returns_reply_calls_and_changes(
     )
     assert response is not None
     assert response["reply"] == "Kitchen Lights: on → off."
-    assert response["calls"][0]["name"] == "light_turn_off"  # type: ignore[index]
+    assert response["calls"][0]["name"] == "light"  # type: ignore[index]
     assert response["changes"] == [
         {"entity_id": "light.kitchen_lights", "name": "Kitchen Lights", "old_state": "on", "new_state": "off",
          "attributes": {"brightness": [180, None], "rgb_color": [(255, 64, 112), None]}}
     ]  # fmt: skip
     assert len(events) == 1
-    assert events[0].data["arguments"] == {"entity_id": "light.kitchen_lights"}
+    assert events[0].data["arguments"] == {"entity_id": "light.kitchen_lights", "action": "turn_off"}
     assert events[0].data["user_id"] == hass_admin_user.id
     assert events[0].data["executed"] is True
 
 
 async def test_plan_action_runs_nothing(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     events = async_capture_events(hass, "botpsy_call_executed")
-    bad = XML.render(ToolCall("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 400}))
+    bad = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": 400}))
     script(agent, UNLOCK + "\n" + bad)
     before = device_states(hass)
     response = await hass.services.async_call(
@@ -261,8 +269,11 @@ async def test_plan_action_runs_nothing(hass: HomeAssistant, agent: MockConfigEn
         blocking=True,
         return_response=True,
     )
-    unlock = {"name": "lock_unlock", "arguments": {"entity_id": "lock.front_door"}}
-    too_bright = {"name": "light_turn_on", "arguments": {"entity_id": "light.bed_light", "brightness_pct": "400"}}
+    unlock = {"name": "lock", "arguments": {"entity_id": "lock.front_door", "action": "unlock"}}
+    too_bright = {
+        "name": "light",
+        "arguments": {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": "400"},
+    }
     assert response == {
         "calls": [
             {**unlock, "valid": True, "needs_confirmation": True},

@@ -41,7 +41,7 @@ def speech(data: dict[str, Any]) -> str:
 
 
 async def test_pipeline_runs_the_agent(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    engine = script(agent, XML.render(ToolCall("light_turn_off", {"entity_id": "light.kitchen_lights"})))
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     data = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
     assert speech(data) == "Kitchen Lights: on → off."
     assert data["processed_locally"] is False
@@ -61,7 +61,8 @@ async def test_prefer_local_handles_plain_commands_without_the_model(
 
 async def test_prefer_local_leaves_the_rest_to_the_agent(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine = script(
-        agent, XML.render(ToolCall("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 80}))
+        agent,
+        XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": 80})),
     )
     data = await run_text(hass, "it is too dark by the bed", prefer_local=True)
     assert data["processed_locally"] is False

@@ -17,7 +17,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
-from custom_components.botpsy.core.tools import compile_tools
+from custom_components.botpsy.core.tools import compile_tools, function_schemas
 from custom_components.botpsy.home_snapshot import async_snapshot_home
 from custom_components.botpsy.llm_api import BOTPSY_API_ID
 
@@ -50,29 +50,59 @@ async def test_compiled_schemas_and_grammar_snapshot(
     hass: HomeAssistant, home: None, snapshot: SnapshotAssertion
 ) -> None:
     tools = compile_tools(await async_snapshot_home(hass))
-    assert [t.json_schema() for t in tools] == snapshot(name="schemas")
+    assert function_schemas(tools) == snapshot(name="schemas")
     assert compile_grammar(tools, FORMATS["qwen_xml"]) == snapshot(name="grammar_qwen_xml")
 
 
 @pytest.mark.parametrize(
     ("name", "arguments", "entity_id", "expected"),
     [
-        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 30}, "light.bed_light",
-         ("on", "brightness", 76)),
-        ("light_turn_off", {"entity_id": "light.kitchen_lights"}, "light.kitchen_lights", ("off", None, None)),
-        ("cover_open_cover", {"entity_id": "cover.garage_door"}, "cover.garage_door", ("open", None, None)),
-        ("climate_set_hvac_mode", {"entity_id": "climate.hvac", "hvac_mode": "heat"}, "climate.hvac",
-         ("heat", None, None)),
-        ("fan_set_percentage", {"entity_id": "fan.living_room_fan", "percentage": "40"}, "fan.living_room_fan",
-         ("on", "percentage", 40)),
-        ("lock_unlock", {"entity_id": "lock.front_door"}, "lock.front_door", ("unlocked", None, None)),
-        ("media_player_volume_set", {"entity_id": "media_player.living_room", "volume_level": 0.25},
-         "media_player.living_room", (None, "volume_level", 0.25)),
-        ("scene_turn_on", {"entity_id": "scene.movie_night"}, "light.ceiling_lights", ("off", None, None)),
-        ("vacuum_start", {"entity_id": "vacuum.demo_vacuum_0_ground_floor"}, "vacuum.demo_vacuum_0_ground_floor",
-         ("cleaning", None, None)),
+        (
+            "light",
+            {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": 30},
+            "light.bed_light",
+            ("on", "brightness", 76),
+        ),
+        (
+            "light",
+            {"entity_id": "light.kitchen_lights", "action": "turn_off"},
+            "light.kitchen_lights",
+            ("off", None, None),
+        ),
+        (
+            "cover",
+            {"entity_id": "cover.garage_door", "action": "open_cover"},
+            "cover.garage_door",
+            ("open", None, None),
+        ),
+        (
+            "climate",
+            {"entity_id": "climate.hvac", "action": "set_hvac_mode", "hvac_mode": "heat"},
+            "climate.hvac",
+            ("heat", None, None),
+        ),
+        (
+            "fan",
+            {"entity_id": "fan.living_room_fan", "action": "set_percentage", "percentage": "40"},
+            "fan.living_room_fan",
+            ("on", "percentage", 40),
+        ),
+        ("lock", {"entity_id": "lock.front_door", "action": "unlock"}, "lock.front_door", ("unlocked", None, None)),
+        (
+            "media_player",
+            {"entity_id": "media_player.living_room", "action": "volume_set", "volume_level": 0.25},
+            "media_player.living_room",
+            (None, "volume_level", 0.25),
+        ),
+        ("scene", {"entity_id": "scene.movie_night", "action": "turn_on"}, "light.ceiling_lights", ("off", None, None)),
+        (
+            "vacuum",
+            {"entity_id": "vacuum.demo_vacuum_0_ground_floor", "action": "start"},
+            "vacuum.demo_vacuum_0_ground_floor",
+            ("cleaning", None, None),
+        ),
     ],
-)  # fmt: skip
+)
 async def test_calls_change_real_states(
     hass: HomeAssistant, home: None, name: str, arguments: dict[str, Any], entity_id: str, expected: tuple[Any, ...]
 ) -> None:
@@ -87,14 +117,14 @@ async def test_calls_change_real_states(
         assert after.state == state
     if attribute is not None:
         assert after.attributes[attribute] == value
-    if name != "scene_turn_on":
+    if name != "scene":
         change = result.data["changes"][0]
         assert change["entity_id"] == entity_id
         assert change["new_state"] == after.state
 
 
 async def test_todo_item_is_added(hass: HomeAssistant, home: None) -> None:
-    result = await call(hass, "todo_add_item", {"entity_id": "todo.shopping_list", "item": "oat milk"})
+    result = await call(hass, "todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "oat milk"})
     assert not result.error, result.data
     items = await hass.services.async_call(
         "todo", "get_items", target={"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
@@ -110,7 +140,7 @@ async def test_a_device_already_in_that_state_answers_at_once(
     monkeypatch.setattr("custom_components.botpsy.actions.STATE_SETTLE_SECONDS", 60)
     await hass.services.async_call("light", "turn_off", {"entity_id": "light.bed_light"}, blocking=True)
     async with asyncio.timeout(10):
-        result = await call(hass, "light_turn_off", {"entity_id": "light.bed_light"})
+        result = await call(hass, "light", {"entity_id": "light.bed_light", "action": "turn_off"})
     assert result.data["executed"] and "changes" not in result.data
 
 
@@ -139,14 +169,25 @@ async def test_find_entities_reaches_beyond_the_shortlist(hass: HomeAssistant, h
 @pytest.mark.parametrize(
     ("name", "arguments", "error"),
     [
-        ("light_turn_on", {"entity_id": "light.garage"}, "cannot be used"),
-        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": 150}, "between 0 and 100"),
-        ("light_turn_on", {"entity_id": "light.bed_light", "brightness_pct": "bright"}, "must be a number"),
-        ("fan_set_preset_mode", {"entity_id": "fan.preset_only_limited_fan", "preset_mode": "turbo"}, "must be one of"),
-        ("light_turn_on", {"entity_id": "light.bed_light", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000},
-         "refused the data"),
+        ("light", {"entity_id": "light.garage", "action": "turn_on"}, "cannot be used"),
+        ("light", {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": 150}, "between 0 and 100"),
+        (
+            "light",
+            {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": "bright"},
+            "must be a number",
+        ),
+        (
+            "fan",
+            {"entity_id": "fan.preset_only_limited_fan", "action": "set_preset_mode", "preset_mode": "turbo"},
+            "must be one of",
+        ),
+        (
+            "light",
+            {"entity_id": "light.bed_light", "action": "turn_on", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000},
+            "refused the data",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_rejected_calls_change_nothing(
     hass: HomeAssistant, home: None, name: str, arguments: dict[str, Any], error: str
 ) -> None:
@@ -160,19 +201,25 @@ async def test_rejected_calls_change_nothing(
 
 
 async def test_unknown_function_is_refused(hass: HomeAssistant, home: None) -> None:
-    with pytest.raises(HomeAssistantError, match='Tool "light_dim" not found'):
-        await call(hass, "light_dim", {"entity_id": "light.bed_light"})
+    with pytest.raises(HomeAssistantError, match='Tool "lamp" not found'):
+        await call(hass, "lamp", {"entity_id": "light.bed_light", "action": "turn_on"})
+    result = await call(hass, "light", {"entity_id": "light.bed_light", "action": "dim"})
+    assert result.error and "light needs an action: one of turn_off, turn_on, not 'dim'" in result.data["error"]
 
 
 async def test_unexposed_or_removed_entity_is_refused(hass: HomeAssistant, home: None) -> None:
     llm_context = llm.LLMContext("test", Context(), "en", "conversation", None)
     api = await llm.async_get_api(hass, BOTPSY_API_ID, llm_context)  # compiled while both are exposed
     async_expose_entity(hass, "conversation", "light.ceiling_lights", False)
-    result = await api.async_call_tool(llm.ToolInput("light_turn_off", {"entity_id": "light.ceiling_lights"}))
+    result = await api.async_call_tool(
+        llm.ToolInput("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})
+    )
     assert result.error and "not exposed" in result.data["error"]
     assert hass.states.get("light.ceiling_lights").state == "on"  # type: ignore[union-attr]
     hass.states.async_remove("light.kitchen_lights")
-    result = await api.async_call_tool(llm.ToolInput("light_turn_off", {"entity_id": "light.kitchen_lights"}))
+    result = await api.async_call_tool(
+        llm.ToolInput("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})
+    )
     assert result.error and "no longer exists" in result.data["error"]
 
 
@@ -180,7 +227,7 @@ async def test_user_without_permission_is_refused(hass: HomeAssistant, home: Non
     context = Context(user_id=hass_read_only_user.id)
     before = hass.states.get("light.ceiling_lights")
     assert before is not None and before.state == "on"
-    result = await call(hass, "light_turn_off", {"entity_id": "light.ceiling_lights"}, context)
+    result = await call(hass, "light", {"entity_id": "light.ceiling_lights", "action": "turn_off"}, context)
     await hass.async_block_till_done()
     assert result.error and "not allowed" in result.data["error"]
     assert hass.states.get("light.ceiling_lights") == before

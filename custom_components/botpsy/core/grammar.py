@@ -13,7 +13,7 @@ import math
 import re
 
 from .formats import CallFormat
-from .tools import Param, Tool
+from .tools import ACTION, Param, Tool
 
 # Text answers may not start a call: "<" is left out of them.
 ANSWER_RULE = "answer ::= [^<\\x00] [^<\\x00]*"
@@ -113,12 +113,14 @@ def compile_grammar(
     rules: dict[str, str] = {}
     tool_rules = []
     for tool in tools:
-        base = _rule_name(tool.name)
+        base = _rule_name(tool.key)
         groups: dict[tuple[Param, ...], list[str]] = {}
         for entity_id, params in tool.targets.items():
             groups.setdefault(params, []).append(entity_id)
         if not tool.targets:
             groups[tool.arguments] = []
+        if tool.service:
+            rules[f"{base}-action"] = fmt.grammar_string(tool.service)
         alternatives = []
         for index, (params, entity_ids) in enumerate(groups.items()):
             arguments = []
@@ -126,6 +128,8 @@ def compile_grammar(
                 target = f"{base}-t{index}"
                 rules[target] = " | ".join(fmt.grammar_string(e) for e in entity_ids)
                 arguments.append(fmt.grammar_argument("entity_id", target, first=True))
+            if tool.service:  # the function's action that runs this tool's service
+                arguments.append(fmt.grammar_argument(ACTION, f"{base}-action", first=not arguments))
             for param in params:
                 value = f"{base}-{_rule_name(param.name)}-v{index}"
                 rules[value] = _value(fmt, param)

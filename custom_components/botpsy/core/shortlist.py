@@ -16,7 +16,9 @@ import re
 from .home import Entity
 from .tools import Tool
 
-DEFAULT_LIMIT = 24
+# Enough for a request about several devices; more costs the model attention and the
+# prompt tokens (every line is evaluated on each request).
+DEFAULT_LIMIT = 12
 _WORD = re.compile(r"[\w']+")
 # Words that point at a domain (English; other languages still match names and areas).
 DOMAIN_WORDS: dict[str, tuple[str, ...]] = {

@@ -1,12 +1,15 @@
-"""Compile the home into tools: one function per (domain, service) the exposed entities support.
+"""Compile the home into tools: one per (domain, service) the exposed entities support.
 
 Each tool knows exactly the entities the service applies to, and each target carries
 its own argument list: a non-dimmable light gets no brightness argument,
 a thermostat's hvac modes and a player's sources come from that entity's attributes.
-The output depends only on the home's structure (entities, capabilities, services), never
-on states, and is sorted. The JSON schemas (what the prompt shows) name no entities: the
-same for every request, they belong to the prompt's cacheable prefix, while grammars and
-validation still allow only each target's own arguments.
+The model sees one function per domain (`light`), its services as the `action` argument:
+a domain's services share their boilerplate, which keeps the prompt short in homes with
+many kinds of devices. The output depends only on the home's structure (entities,
+capabilities, services), never on states, and is sorted. The JSON schemas (what the
+prompt shows) name no entities: the same for every request, they belong to the prompt's
+cacheable prefix, while grammars and validation still allow only each target's own
+arguments for each action.
 """
 
 from __future__ import annotations
@@ -83,19 +86,28 @@ class Param:
         return schema
 
 
+# The argument that picks a domain function's service.
+ACTION = "action"
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """A function the model may call."""
+    """What the model may call: a function, with a fixed `action` if it runs a service."""
 
     name: str
     description: str
-    domain: str = ""
+    # The service it runs (in its target's domain), also its `action` argument's value.
     service: str = ""
     # Target entity id -> its arguments (besides the target).
     targets: Mapping[str, tuple[Param, ...]] = field(default_factory=dict)
     # The arguments of a tool without targets (the search tool).
     arguments: tuple[Param, ...] = ()
     read_only: bool = False
+
+    @property
+    def key(self) -> str:
+        """Unique among a home's tools: the function, and the action if there is one."""
+        return f"{self.name}.{self.service}" if self.service else self.name
 
     def params(self) -> tuple[Param, ...]:
         """Arguments over all targets (enums merged), for the JSON schema."""
@@ -114,28 +126,40 @@ class Tool:
                     merged[param.name] = replace(known, required=known.required and param.required)
         return tuple(merged.values())
 
-    def json_schema(self) -> dict[str, Any]:
-        """OpenAI-style function schema."""
-        properties: dict[str, Any] = {}
-        required = []
-        if self.targets:
-            # No enum of targets: the schema stays the same whichever devices a request
-            # concerns (so the prompt's prefix can be cached); the instructions say the
-            # request lists them, and the grammar and validation allow only those.
-            properties["entity_id"] = {"type": "string"}
-            required.append("entity_id")
-        for param in self.params():
-            properties[param.name] = param.json_schema()
-            if param.required:
-                required.append(param.name)
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": {"type": "object", "properties": properties, "required": required},
-            },
-        }
+
+def function_schemas(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """OpenAI-style function schemas, one per function name (a domain's services merged
+    into its `action` enum), in the tools' order."""
+    functions: dict[str, list[Tool]] = {}
+    for tool in tools:
+        functions.setdefault(tool.name, []).append(tool)
+    return [_function_schema(group) for group in functions.values()]
+
+
+def _function_schema(group: Sequence[Tool]) -> dict[str, Any]:
+    first = group[0]
+    properties: dict[str, Any] = {}
+    required = []
+    if first.targets:
+        # No enum of targets: the schema stays the same whichever devices a request
+        # concerns (so the prompt's prefix can be cached); the instructions say the
+        # request lists them, and the grammar and validation allow only those.
+        properties["entity_id"] = {"type": "string"}
+        required.append("entity_id")
+    if first.service:
+        properties[ACTION] = {"type": "string", "enum": [t.service for t in group]}
+        required.append(ACTION)
+    merged = Tool(first.name, "", targets={f"{t.key}:{e}": p for t in group for e, p in t.targets.items()})
+    for param in merged.params() if first.targets else first.arguments:
+        properties[param.name] = param.json_schema()
+        # Required by every action (a single action's own requirements are its grammar's).
+        if param.required and all(any(p.name == param.name for p in t.params()) for t in group):
+            required.append(param.name)
+    function: dict[str, Any] = {"name": first.name}
+    if len(group) == 1 and first.description:  # a domain's several services: their names say it
+        function["description"] = first.description
+    function["parameters"] = {"type": "object", "properties": properties, "required": required}
+    return {"type": "function", "function": function}
 
 
 def _bound(value: Any) -> float | None:
@@ -204,9 +228,8 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
     if not targets:
         return None
     return Tool(
-        name=f"{service.domain}_{service.service}",
+        name=service.domain,
         description=service.description.split("\n", 1)[0][:120],
-        domain=service.domain,
         service=service.service,
         targets=targets,
     )

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from .formats import ToolCall
-from .tools import Param, Tool
+from .tools import ACTION, Param, Tool
 
 _INTEGER = re.compile(r"^-?\d+$")
 
@@ -30,8 +30,21 @@ class ValidCall:
     data: dict[str, Any]
 
     @property
-    def arguments(self) -> dict[str, Any]:
+    def domain(self) -> str:
+        """The domain of the service it runs: its target's."""
+        return self.entity_id.partition(".")[0]
+
+    @property
+    def service_data(self) -> dict[str, Any]:
+        """The service call's data: the target and the typed arguments."""
         return {"entity_id": self.entity_id, **self.data} if self.entity_id else dict(self.data)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The call as the model made it, with its values typed."""
+        if not self.tool.service:
+            return self.service_data
+        return {"entity_id": self.entity_id, ACTION: self.tool.service, **self.data}
 
 
 def _number(param: Param, raw: Any) -> float | int:
@@ -86,11 +99,26 @@ def coerce(param: Param, value: Any) -> Any:
     return value
 
 
-def validate_call(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall:
-    tool = tools.get(call.name)
-    if tool is None:
+def find_tool(call: ToolCall, tools: Mapping[str, Tool]) -> Tool:
+    """The tool `call` names, from tools by `Tool.key`: its function, and its action if
+    the function has actions."""
+    if (tool := tools.get(call.name)) is not None:
+        return tool
+    actions = [t.service for t in tools.values() if t.name == call.name]
+    if not actions:
         raise CallRejectedError(f"there is no function {call.name!r}")
+    action = call.arguments.get(ACTION)
+    if (tool := tools.get(f"{call.name}.{action}")) is None:
+        raise CallRejectedError(f"{call.name} needs an {ACTION}: one of {', '.join(actions)}, not {action!r}")
+    return tool
+
+
+def validate_call(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall:
+    """Check `call` against `tools` (by `Tool.key`); its data typed, or CallRejectedError."""
+    tool = find_tool(call, tools)
     arguments = dict(call.arguments)
+    if tool.service:
+        arguments.pop(ACTION)
     entity_id = ""
     if tool.targets:
         entity_id = arguments.pop("entity_id", None)
