@@ -65,6 +65,7 @@ from .core.shortlist import restrict, shortlist
 from .core.tools import ACTION, Tool, function_schemas
 from .core.validate import CallRejectedError, validate_call
 from .llm_api import CompiledTool
+from .prefix_warmup import PrefixWarmup
 from .stats import EngineStats
 from .turns import ConversationPrompts, GenerationExtra, generation_extra
 
@@ -181,6 +182,8 @@ class BotPsyLLMEntity(Entity):
             entry_type=dr.DeviceEntryType.SERVICE,
         )
         self._prompts = ConversationPrompts()
+        # Keeps the engine warm for this agent's prompts (conversation agents set it).
+        self.warmup: PrefixWarmup | None = None
         self._too_big_logged = False
         self._extra: tuple[object, GenerationExtra] = (None, GenerationExtra())
 
@@ -449,6 +452,8 @@ class BotPsyLLMEntity(Entity):
             if request.prompt is not None:
                 self._prompts.record(chat_log.conversation_id, request.prompt, turn.text)
             chat_log.async_trace(turn.trace())
+            if self.warmup is not None and request.prompt is not None and turn.timings is not None:
+                self.warmup.async_served(request.prompt, turn.timings)
             LOGGER.debug(
                 "Request %r, round %d: %d entities shortlisted, grammar %d bytes, calls %s, held %s, results %s",
                 utterance,

@@ -6,7 +6,9 @@ background once Home Assistant has started, and again, debounced, when entities,
 devices, areas or what is exposed change; option changes reload the entry, so a new
 agent warms up anew. Refreshes whose prefix did not change cost a render, not a prefill.
 A request never waits for any of it: without a ready prefix the engine evaluates the
-whole prompt, as it would anyway.
+whole prompt, as it would anyway. A request that starts with the prefix but did not
+reuse it shows the engine lost it (evicted, or its model process restarted): it is
+prefilled again, once, until a request reuses it or the home changes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.start import async_at_started
 
 from .const import LOGGER
-from .core.engine import Engine, EngineError, PrefillInterruptedError
+from .core.engine import Engine, EngineError, PrefillInterruptedError, Timings
 
 # Seconds after start-up or the last change of the home before the prefix is refreshed
 # (start-up and registry edits come in bursts).
@@ -55,8 +57,12 @@ class PrefixWarmup:
         self._again = False
         self._cancel_timer: CALLBACK_TYPE | None = None
         self._task: asyncio.Task[None] | None = None
-        # What the engine holds now, as far as this agent knows.
+        # What the engine holds now, as far as this agent knows, and its length in tokens.
         self.prefilled: str | None = None
+        self._prefilled_tokens = 0
+        # Prefilled again after a loss: if the next request does not reuse it either, the
+        # engine does not keep prefixes (or does not say so), and asking again is useless.
+        self._recovering = False
         self._job = HassJob(self._async_timer_fired, f"BotPsy prefix refresh {name}", cancel_on_shutdown=True)
 
     @property
@@ -97,10 +103,27 @@ class PrefixWarmup:
 
     @callback
     def _async_home_changed(self, _event: Event[Any]) -> None:
+        self._recovering = False
         self.async_schedule()
 
     @callback
     def _async_exposure_changed(self) -> None:
+        self._recovering = False
+        self.async_schedule()
+
+    @callback
+    def async_served(self, prompt: str, timings: Timings) -> None:
+        """A request's figures: warm up again if it started with the prefix but did not reuse it."""
+        if self.prefilled is None or not prompt.startswith(self.prefilled):
+            return
+        if timings.cached_tokens >= self._prefilled_tokens:
+            self._recovering = False
+            return
+        if self._recovering:
+            return
+        LOGGER.debug("The engine lost the prompt prefix of %s; prefilling it again", self.name)
+        self._recovering = True
+        self.prefilled = None
         self.async_schedule()
 
     @callback
@@ -149,6 +172,7 @@ class PrefixWarmup:
             LOGGER.debug("Prefilling the prompt prefix of %s failed: %s", self.name, err)
             return
         self.prefilled = prefix
+        self._prefilled_tokens = timings.prompt_tokens
         LOGGER.debug(
             "Prefilled the prompt prefix of %s (%d characters, %d tokens, %d evaluated) in %.2f s",
             self.name,

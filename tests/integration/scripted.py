@@ -33,6 +33,9 @@ class ScriptedEngine:
         self.requests: list[GenerateRequest] = []
         # Prefixes asked to be prefilled; a prefill waits for the gate (open unless a test closes it).
         self.prefills: list[str] = []
+        # What it holds of them (a test clears it to lose them; `keeps` off: holds none).
+        self.kept: set[str] = set()
+        self.keeps = True
         self.prefill_gate = asyncio.Event()
         self.prefill_gate.set()
         self.prefill_started = asyncio.Event()
@@ -50,12 +53,17 @@ class ScriptedEngine:
         text = self.outputs.pop(0)
         for i in range(0, len(text), 7):
             yield TextDelta(text[i : i + 7])
-        yield Finished("stop")
+        # A character a token, as async_count_tokens counts.
+        prompt = request.prompt or ""
+        cached = max((len(p) for p in self.kept if prompt.startswith(p)), default=0)
+        yield Finished("stop", Timings(prompt_tokens=len(prompt), cached_tokens=cached))
 
     async def async_prefill(self, prompt: str) -> Timings:
         self.prefills.append(prompt)
         self.prefill_started.set()
         await self.prefill_gate.wait()
+        if self.keeps:
+            self.kept.add(prompt)
         return Timings(prompt_tokens=len(prompt))
 
     async def async_health(self) -> EngineHealth:

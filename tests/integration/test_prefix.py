@@ -106,6 +106,27 @@ async def test_warmup_follows_the_homes_structure_not_its_states(hass: HomeAssis
     assert (engine.requests[0].prompt or "").startswith(engine.prefills[-1])
 
 
+async def test_a_lost_prefix_is_prefilled_again_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    engine, prefix = await warmed(hass, agent, "OK.", "OK.", "OK.", "OK.", "OK.")
+    await ask(hass, "Hello")
+    await settle(hass)
+    assert engine.prefills == [prefix]  # reused: nothing to do
+    # The model process restarted: the next request evaluates everything, and says so.
+    engine.kept.clear()
+    await ask(hass, "Hello again")
+    await settle(hass)
+    assert engine.prefills == [prefix, prefix]
+    await ask(hass, "Still there?")
+    assert engine.kept == {prefix}
+    # An engine that keeps nothing (or does not say so) is asked again once, not after every request.
+    engine.keeps = False
+    engine.kept.clear()
+    for text in ("One", "Two"):
+        await ask(hass, text)
+        await settle(hass)
+    assert engine.prefills == [prefix, prefix, prefix]
+
+
 async def test_request_does_not_wait_for_a_running_warmup(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine = script(agent, "They are on.")
     engine.prefill_gate.clear()
