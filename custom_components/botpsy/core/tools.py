@@ -14,7 +14,7 @@ arguments for each action.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -111,20 +111,24 @@ class Tool:
 
     def params(self) -> tuple[Param, ...]:
         """Arguments over all targets (enums merged), for the JSON schema."""
-        if not self.targets:
-            return self.arguments
-        merged: dict[str, Param] = {}
-        for params in self.targets.values():
-            for param in params:
-                known = merged.get(param.name)
-                if known is None:
-                    merged[param.name] = param
-                elif param.options:
-                    options = tuple(dict.fromkeys(known.options + param.options))
-                    merged[param.name] = replace(known, options=options, required=known.required and param.required)
-                else:
-                    merged[param.name] = replace(known, required=known.required and param.required)
-        return tuple(merged.values())
+        return _merge_params(self.targets.values()) if self.targets else self.arguments
+
+
+def _merge_params(param_lists: Iterable[tuple[Param, ...]]) -> tuple[Param, ...]:
+    """One argument per name over several lists: options merged, required only where all
+    that have it require it."""
+    merged: dict[str, Param] = {}
+    for params in param_lists:
+        for param in params:
+            known = merged.get(param.name)
+            if known is None:
+                merged[param.name] = param
+            elif param.options:
+                options = tuple(dict.fromkeys(known.options + param.options))
+                merged[param.name] = replace(known, options=options, required=known.required and param.required)
+            else:
+                merged[param.name] = replace(known, required=known.required and param.required)
+    return tuple(merged.values())
 
 
 def function_schemas(tools: Sequence[Tool]) -> list[dict[str, Any]]:
@@ -149,8 +153,7 @@ def _function_schema(group: Sequence[Tool]) -> dict[str, Any]:
     if first.service:
         properties[ACTION] = {"type": "string", "enum": [t.service for t in group]}
         required.append(ACTION)
-    merged = Tool(first.name, "", targets={f"{t.key}:{e}": p for t in group for e, p in t.targets.items()})
-    for param in merged.params() if first.targets else first.arguments:
+    for param in _merge_params(t.params() for t in group):
         properties[param.name] = param.json_schema()
         # Required by every action (a single action's own requirements are its grammar's).
         if param.required and all(any(p.name == param.name for p in t.params()) for t in group):
