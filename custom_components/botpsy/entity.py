@@ -409,7 +409,10 @@ class BotPsyLLMEntity(Entity):
         pending_actions(self.hass)[chat_log.conversation_id] = PendingAction(
             call, entity_id, name, snapshot(state) if state else None
         )
-        action = str(call.arguments.get(ACTION) or call.name.split("__")[-1]).replace("_", " ")
+        # "unlock", "open" (open_cover), "disarm" (alarm_disarm): the action without its domain.
+        noise = {entity_id.partition(".")[0], "alarm"}
+        words = str(call.arguments.get(ACTION) or call.name.split("__")[-1]).split("_")
+        action = " ".join(w for w in words if w not in noise)
         await self._async_say(chat_log, f"Do you want me to {action} {name}? Say yes to confirm.")
 
     async def _async_handle_chat_log(self, chat_log: conversation.ChatLog, utterance: str) -> None:

@@ -9,7 +9,6 @@ reason.
 from __future__ import annotations
 
 from pathlib import Path
-import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -148,7 +147,7 @@ def test_calls_the_tools_do_not_allow_are_refused(
         (ToolCall("lamp", {"entity_id": "light.kitchen"}), "there is no function 'lamp'"),
         (
             ToolCall("light", {"entity_id": "light.kitchen"}),
-            "light needs an action: one of turn_off, turn_on, not None",
+            "light needs an action: one of turn_off, turn_on",
         ),
         (ToolCall("light", {"entity_id": "light.kitchen", "action": "lock"}), "one of turn_off, turn_on, not 'lock'"),
         (
@@ -158,8 +157,9 @@ def test_calls_the_tools_do_not_allow_are_refused(
     ],
 )
 def test_validation_names_the_functions_actions(call: ToolCall, reason: str) -> None:
-    with pytest.raises(CallRejectedError, match=re.escape(reason)):
+    with pytest.raises(CallRejectedError) as refused:
         validate_call(call, TOOLS_BY_KEY)
+    assert str(refused.value).endswith(reason)
 
 
 def test_a_valid_call_runs_its_actions_service_with_the_rest_as_data() -> None:

@@ -189,7 +189,7 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
 async def test_garage_door_is_asked_and_no_cancels(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     script(agent, XML.render(ToolCall("cover", {"entity_id": "cover.garage_door", "action": "open_cover"})))
     speech, conversation_id = await ask(hass, "Open the garage")
-    assert speech.startswith("Do you want me to open cover Garage Door?")
+    assert speech.startswith("Do you want me to open Garage Door?")
     speech, _conversation_id = await ask(hass, "no", conversation_id)
     assert speech == "OK, I left Garage Door as it is."
     assert hass.states.get("cover.garage_door").state == "closed"  # type: ignore[union-attr]

@@ -109,7 +109,8 @@ def find_tool(call: ToolCall, tools: Mapping[str, Tool]) -> Tool:
         raise CallRejectedError(f"there is no function {call.name!r}")
     action = call.arguments.get(ACTION)
     if (tool := tools.get(f"{call.name}.{action}")) is None:
-        raise CallRejectedError(f"{call.name} needs an {ACTION}: one of {', '.join(actions)}, not {action!r}")
+        given = "" if action is None else f", not {action!r}"
+        raise CallRejectedError(f"{call.name} needs an {ACTION}: one of {', '.join(actions)}{given}")
     return tool
 
 
