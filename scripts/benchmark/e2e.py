@@ -285,14 +285,8 @@ async def async_measure_requests(
                 await restart()
             await bench.async_reset()
             colds.append(await bench.async_ask(REQUEST, expect=EXPECT))
-        await bench.async_reset()
-        await bench.async_quiet()
-        await bench.async_ask(WARMUP_REQUEST)
-        await bench.async_reset()
-        await bench.async_quiet()
-        warms.append(await bench.async_ask(REQUEST, expect=EXPECT, probe=True))
-    outcome = _outcomes(warms)
-    result: dict[str, Any] = {"warm_latency_s": median([s.latency_s for s in _finished(warms)])}
+        warms.append(await _async_warm(bench, REQUEST, WARMUP_REQUEST, EXPECT))
+    result = _warm_figures(warms)
     if colds:
         cold_outcome = _outcomes(colds)
         result |= {
@@ -306,16 +300,10 @@ async def async_measure_requests(
         }
     warms = _finished(warms)
     firsts = [s.first for s in warms if s.first]
+    result["prompt_tokens_warm"] = result.pop("prompt_tokens")
     result |= {
-        "warm_ok": outcome["ok"],
-        "warm_acted": outcome["acted"],
-        "warm_errors": outcome["errors"],
-        "prompt_tokens_warm": median([g.timings.prompt_tokens for g in firsts], 1),
-        "prompt_tokens_evaluated_warm": median([g.timings.evaluated_tokens for g in firsts], 1),
         "decoded_tokens_constrained": median([g.sampled_tokens for g in firsts], 1),
         "decoded_tokens_forced": median([g.forced_tokens for g in firsts], 1),
-        "grammar_bytes": median([g.grammar_bytes for g in firsts], 1),
-        "event_loop_max_stall_ms": median([s.stall_ms for s in warms], 2),
         "event_loop_worst_stall_ms": round(max((s.stall_ms or 0.0) for s in warms), 2) if warms else None,
         "breakdown": {
             key: median([s.breakdown().get(key) for s in warms], 4)  # type: ignore[misc]
@@ -337,18 +325,30 @@ async def async_warm_only(
     bench: AgentBench, runs: int, request: str, warmup: str, expect: tuple[str, str] | None
 ) -> tuple[dict[str, Any], list[Sample]]:
     """Warm figures only (scaling and prefix reuse): `warmup`, then `request`, per run."""
-    warms = []
-    for _ in range(runs):
-        await bench.async_reset()
-        await bench.async_quiet()
-        await bench.async_ask(warmup)
-        await bench.async_reset()
-        await bench.async_quiet()
-        warms.append(await bench.async_ask(request, expect=expect, probe=True))
-    outcome = _outcomes(warms)
-    warms = _finished(warms)
+    warms = [await _async_warm(bench, request, warmup, expect) for _ in range(runs)]
+    result = _warm_figures(warms)
+    firsts = [s.first for s in _finished(warms) if s.first]
+    if firsts:
+        result["user_turn_tokens"] = (await bench.async_user_turn_tokens(firsts[-1], request))[0]
+    return result, _finished(warms)
+
+
+async def _async_warm(bench: AgentBench, request: str, warmup: str, expect: tuple[str, str] | None) -> Sample:
+    """`request` right after `warmup` warmed the cache; the home is reset before each."""
+    await bench.async_reset()
+    await bench.async_quiet()
+    await bench.async_ask(warmup)
+    await bench.async_reset()
+    await bench.async_quiet()
+    return await bench.async_ask(request, expect=expect, probe=True)
+
+
+def _warm_figures(samples: list[Sample]) -> dict[str, Any]:
+    """What every warm measurement reports: latency, outcomes, prompt and grammar sizes."""
+    outcome = _outcomes(samples)
+    warms = _finished(samples)
     firsts = [s.first for s in warms if s.first]
-    result: dict[str, Any] = {
+    return {
         "warm_latency_s": median([s.latency_s for s in warms]),
         "warm_ok": outcome["ok"],
         "warm_acted": outcome["acted"],
@@ -358,6 +358,3 @@ async def async_warm_only(
         "grammar_bytes": median([g.grammar_bytes for g in firsts], 1),
         "event_loop_max_stall_ms": median([s.stall_ms for s in warms], 2),
     }
-    if firsts:
-        result["user_turn_tokens"] = (await bench.async_user_turn_tokens(firsts[-1], request))[0]
-    return result, warms

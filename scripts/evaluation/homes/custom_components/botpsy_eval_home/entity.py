@@ -214,3 +214,31 @@ class EvalEntity(Entity):
         taken = set(self.capability_attributes or {}) | set(self.state_attributes or {})
         extra = {key: value for key, value in self._eval_extra.items() if key not in taken}
         return extra or None
+
+
+class EvalOnOffEntity(EvalEntity):
+    """Mixin for devices that are on or off (switches, sirens, humidifiers, remotes); a
+    missing state means off. Subclasses model their other attributes and call these."""
+
+    _attr_is_on: bool | None = None
+
+    def _eval_defaults(self, attributes: Mapping[str, Any]) -> None:
+        self._attr_is_on = False
+
+    def _eval_apply(self, state: str | None, attributes: dict[str, Any], initial: bool) -> bool:
+        if state is None:
+            return True
+        if (on := as_bool(state)) is None:
+            return False
+        self._attr_is_on = on
+        return True
+
+    async def async_turn_on(self, **kwargs: Any) -> None:
+        """On."""
+        self._attr_is_on = True
+        self.eval_changed()
+
+    async def async_turn_off(self, **kwargs: Any) -> None:
+        """Off."""
+        self._attr_is_on = False
+        self.eval_changed()

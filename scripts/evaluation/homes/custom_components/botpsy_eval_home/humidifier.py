@@ -12,7 +12,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import runtime_for
-from .entity import EvalEntity, as_bool, as_number
+from .entity import EvalOnOffEntity, as_number
 
 
 async def async_setup_entry(
@@ -23,7 +23,7 @@ async def async_setup_entry(
     async_add_entities([EvalHumidifier(runtime, fixture) for fixture in runtime.modelled("humidifier")])
 
 
-class EvalHumidifier(EvalEntity, HumidifierEntity):
+class EvalHumidifier(EvalOnOffEntity, HumidifierEntity):
     """A humidifier; a missing state means off."""
 
     _eval_feature_class = HumidifierEntityFeature
@@ -32,7 +32,7 @@ class EvalHumidifier(EvalEntity, HumidifierEntity):
         return int(HumidifierEntityFeature.MODES) if attributes.get("available_modes") else 0
 
     def _eval_defaults(self, attributes: Mapping[str, Any]) -> None:
-        self._attr_is_on = False
+        super()._eval_defaults(attributes)
         self._attr_target_humidity = 50
         self._attr_current_humidity = None
         self._attr_mode = None
@@ -53,22 +53,7 @@ class EvalHumidifier(EvalEntity, HumidifierEntity):
         if "mode" in attributes:
             mode = attributes.pop("mode")
             self._attr_mode = None if mode is None else str(mode)
-        if state is None:
-            return True
-        if (on := as_bool(state)) is None:
-            return False
-        self._attr_is_on = on
-        return True
-
-    async def async_turn_on(self, **kwargs: Any) -> None:
-        """On."""
-        self._attr_is_on = True
-        self.eval_changed()
-
-    async def async_turn_off(self, **kwargs: Any) -> None:
-        """Off."""
-        self._attr_is_on = False
-        self.eval_changed()
+        return super()._eval_apply(state, attributes, initial)
 
     async def async_set_humidity(self, humidity: int) -> None:
         """Target humidity."""

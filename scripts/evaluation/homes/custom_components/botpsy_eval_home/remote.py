@@ -12,7 +12,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import runtime_for
-from .entity import EvalEntity, as_bool
+from .entity import EvalOnOffEntity
 
 
 async def async_setup_entry(
@@ -23,7 +23,7 @@ async def async_setup_entry(
     async_add_entities([EvalRemote(runtime, fixture) for fixture in runtime.modelled("remote")])
 
 
-class EvalRemote(EvalEntity, RemoteEntity):
+class EvalRemote(EvalOnOffEntity, RemoteEntity):
     """A remote (hub); a missing state means off."""
 
     _eval_feature_class = RemoteEntityFeature
@@ -32,7 +32,7 @@ class EvalRemote(EvalEntity, RemoteEntity):
         return int(RemoteEntityFeature.ACTIVITY) if attributes.get("activity_list") else 0
 
     def _eval_defaults(self, attributes: Mapping[str, Any]) -> None:
-        self._attr_is_on = False
+        super()._eval_defaults(attributes)
         self._attr_activity_list = None
         self._attr_current_activity = None
 
@@ -42,24 +42,13 @@ class EvalRemote(EvalEntity, RemoteEntity):
         if "current_activity" in attributes:
             activity = attributes.pop("current_activity")
             self._attr_current_activity = None if activity is None else str(activity)
-        if state is None:
-            return True
-        if (on := as_bool(state)) is None:
-            return False
-        self._attr_is_on = on
-        return True
+        return super()._eval_apply(state, attributes, initial)
 
     async def async_turn_on(self, **kwargs: Any) -> None:
         """On, optionally starting an activity."""
-        self._attr_is_on = True
         if (activity := kwargs.get(ATTR_ACTIVITY)) is not None:
             self._attr_current_activity = activity
-        self.eval_changed()
-
-    async def async_turn_off(self, **kwargs: Any) -> None:
-        """Off."""
-        self._attr_is_on = False
-        self.eval_changed()
+        await super().async_turn_on(**kwargs)
 
     async def async_send_command(self, command: Iterable[str], **kwargs: Any) -> None:
         """Commands have no visible effect."""
