@@ -218,9 +218,11 @@ class EvalEntity(Entity):
 
 class EvalOnOffEntity(EvalEntity):
     """Mixin for devices that are on or off (switches, sirens, humidifiers, remotes); a
-    missing state means off. Subclasses model their other attributes and call these."""
+    missing state means off. Subclasses model their other attributes and call these.
 
-    _attr_is_on: bool | None = None
+    `_attr_is_on` is the platform entity's own (HA wraps it so that setting it refreshes
+    `is_on`): it must not be declared here, or the wrapper would be shadowed.
+    """
 
     def _eval_defaults(self, attributes: Mapping[str, Any]) -> None:
         self._attr_is_on = False
