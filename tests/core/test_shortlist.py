@@ -6,7 +6,7 @@ import pytest
 
 from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
-from custom_components.botpsy.core.shortlist import DEFAULT_LIMIT, find_entities, restrict, shortlist
+from custom_components.botpsy.core.shortlist import DEFAULT_LIMIT, SMALL_HOME, find_entities, restrict, shortlist
 from custom_components.botpsy.core.tools import compile_tools
 
 from .sample_home import generated_home, sample_home
@@ -32,14 +32,18 @@ def test_target_is_in_a_small_shortlist_of_a_large_home(utterance: str, expected
 
 def test_aliases_and_recent_entities_count() -> None:
     home = sample_home()
-    ids = shortlist(home.entities, "switch on the study lamp", limit=3)
+    ids = shortlist(home.entities, "switch on the study lamp", limit=3, small_home=0)
     assert "light.desk" in ids  # alias "study lamp"
-    assert "switch.coffee" in shortlist(home.entities, "turn it off", limit=1, recent=["switch.coffee"])
+    recent = shortlist(home.entities, "turn it off", limit=1, small_home=0, recent=["switch.coffee"])
+    assert recent == ("switch.coffee",)
 
 
 def test_small_homes_are_not_shortlisted() -> None:
-    home = sample_home()
+    home = generated_home(SMALL_HOME)
+    assert len(home.entities) > DEFAULT_LIMIT
     assert len(shortlist(home.entities, "anything")) == len(home.entities)
+    bigger = generated_home(SMALL_HOME + 1)
+    assert len(shortlist(bigger.entities, "turn off the kitchen lamp")) <= DEFAULT_LIMIT
 
 
 def test_grammar_stays_small_at_1000_entities() -> None:

@@ -19,6 +19,8 @@ from .tools import Tool
 # Enough for a request about several devices; more costs the model attention and the
 # prompt tokens (every line is evaluated on each request).
 DEFAULT_LIMIT = 12
+# Homes this small are shown whole: nothing is left out, at a few hundred tokens at most.
+SMALL_HOME = 24
 _WORD = re.compile(r"[\w']+")
 # Words that point at a domain (English; other languages still match names and areas).
 DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
@@ -77,10 +79,16 @@ def score(entity: Entity, query: Sequence[str]) -> float:
 
 
 def shortlist(
-    entities: Sequence[Entity], utterance: str, *, limit: int = DEFAULT_LIMIT, recent: Iterable[str] = ()
+    entities: Sequence[Entity],
+    utterance: str,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    small_home: int = SMALL_HOME,
+    recent: Iterable[str] = (),
 ) -> tuple[str, ...]:
-    """Ids of the entities `utterance` most likely concerns (all of them in small homes)."""
-    if len(entities) <= limit:
+    """Ids of the entities `utterance` most likely concerns, at most `limit` (all of them
+    in homes of up to `small_home` entities)."""
+    if len(entities) <= max(limit, small_home):
         return tuple(e.entity_id for e in entities)
     query = words(utterance)
     recent_ids = set(recent)
