@@ -25,6 +25,8 @@ from typing import Any
 
 import llama_cpp
 
+from custom_components.botpsy.core import worker
+
 
 @dataclass(frozen=True, slots=True)
 class FloorInput:
@@ -39,41 +41,26 @@ class FloorInput:
 
 
 class RawModel:
-    """llama.cpp with the embedded worker's load options and tokenization."""
+    """llama.cpp loaded exactly as the embedded worker loads it (`worker.Model`), driven
+    directly: no snapshots, no grammar, no pipe."""
 
-    def __init__(self, model_path: str, n_ctx: int, n_batch: int, n_threads: int) -> None:
-        self.llm = llama_cpp.Llama(
-            model_path=model_path,
-            n_ctx=n_ctx,
-            n_batch=n_batch,
-            n_ubatch=n_batch,
-            n_threads=n_threads,
-            n_threads_batch=n_threads,
-            verbose=False,
-        )
-        bos = self.llm.token_bos()
-        self.bos_text = self.llm.detokenize([bos], special=True).decode("utf-8", "replace") if bos >= 0 else ""
-
-    def tokenize(self, text: str, *, add_bos: bool | None = None) -> list[int]:
-        if add_bos is None:
-            add_bos = not (self.bos_text and text.startswith(self.bos_text))
-        return self.llm.tokenize(text.encode(), add_bos=add_bos, special=True)
+    def __init__(self, model_path: str, options: dict[str, int]) -> None:
+        self.model = worker.Model({"model_path": model_path, **options})
+        self.llm = self.model.llm
 
     def close(self) -> None:
         self.llm.close()
 
     def _evaluated(self, tokens: list[int]) -> llama_cpp.LlamaState:
         """The state after evaluating `tokens` on an empty memory (restored before each run)."""
-        llm = self.llm
-        llm.reset()  # type: ignore[no-untyped-call]
-        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        llm.eval(tokens)
-        return llm.save_state()
+        self.model.clear()
+        self.llm.eval(tokens)
+        return self.llm.save_state()
 
     def split(self, prompt: str, cut: int) -> tuple[list[int], int]:
         """The prompt's tokens and how many of them belong to the prefix before `cut`."""
-        tokens = self.tokenize(prompt)
-        prefix = self.tokenize(prompt[:cut])
+        tokens = self.model.tokenize(prompt)
+        prefix = self.model.tokenize(prompt[:cut])
         shared = 0
         for a, b in zip(tokens, prefix, strict=False):
             if a != b:
@@ -83,7 +70,7 @@ class RawModel:
 
     def measure(self, task: FloorInput, runs: int) -> dict[str, Any]:
         tokens, cached = self.split(task.prompt, task.user_turn_start)
-        call_tokens = self.tokenize(task.call_text, add_bos=False) if task.call_text else []
+        call_tokens = self.llm.tokenize(task.call_text.encode(), add_bos=False, special=True) if task.call_text else []
         # Free decoding long enough for a stable per-token median.
         steps = max(len(call_tokens), 24)
         prefill, per_token, batched = [], [], []
@@ -124,7 +111,7 @@ class RawModel:
 
 def measure_floor(model_path: str, options: dict[str, int], task: FloorInput, runs: int) -> dict[str, Any]:
     """The floor of `task` (blocking: run it outside the event loop)."""
-    model = RawModel(model_path, options["n_ctx"], options["n_batch"], options["n_threads"])
+    model = RawModel(model_path, options)
     try:
         return model.measure(task, runs)
     finally:

@@ -144,14 +144,14 @@ class Model:
             self._snapshots.move_to_end(snapshot)
         if shared > 0 and shared >= len(snapshot or ()) and self._cut_back(shared):
             return shared, shared
-        self._clear()
+        self.clear()
         if snapshot is not None:
             state = self._snapshots[snapshot]
             if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, state, len(state), 0):
                 llm.input_ids[: len(snapshot)] = snapshot
                 llm.n_tokens = len(snapshot)
                 return len(snapshot), len(snapshot)
-            self._clear()
+            self.clear()
         if shared > 0:
             llm.eval(tokens[:shared])
             self._snapshot(tuple(tokens[:shared]))
@@ -171,7 +171,8 @@ class Model:
         llm.n_tokens = shared
         return True
 
-    def _clear(self) -> None:
+    def clear(self) -> None:
+        """Empty the model's memory (its snapshots stay)."""
         self.llm.reset()  # type: ignore[no-untyped-call]
         self.llm._ctx.kv_cache_seq_rm(-1, 0, -1)
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from homeassistant.components.binary_sensor import BinarySensorEntity
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import runtime_for
-from .entity import EvalEntity, as_bool
+from .entity import EvalOnOffState
 
 
 async def async_setup_entry(
@@ -22,16 +19,5 @@ async def async_setup_entry(
     async_add_entities([EvalBinarySensor(runtime, fixture) for fixture in runtime.modelled("binary_sensor")])
 
 
-class EvalBinarySensor(EvalEntity, BinarySensorEntity):
+class EvalBinarySensor(EvalOnOffState, BinarySensorEntity):
     """A binary sensor; a missing state means off."""
-
-    def _eval_defaults(self, attributes: Mapping[str, Any]) -> None:
-        self._attr_is_on = False
-
-    def _eval_apply(self, state: str | None, attributes: dict[str, Any], initial: bool) -> bool:
-        if state is None:
-            return True
-        if (on := as_bool(state)) is None:
-            return False
-        self._attr_is_on = on
-        return True

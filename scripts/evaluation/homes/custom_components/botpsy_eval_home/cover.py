@@ -15,7 +15,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import runtime_for
-from .entity import EvalEntity, as_int
+from .entity import EvalOpenCloseEntity, pop_percent
 
 _TILT = (
     CoverEntityFeature.OPEN_TILT
@@ -33,7 +33,7 @@ async def async_setup_entry(
     async_add_entities([EvalCover(runtime, fixture) for fixture in runtime.modelled("cover")])
 
 
-class EvalCover(EvalEntity, CoverEntity):
+class EvalCover(EvalOpenCloseEntity, CoverEntity):
     """A cover with an instant motor; position only when it reports one."""
 
     _eval_feature_class = CoverEntityFeature
@@ -62,16 +62,14 @@ class EvalCover(EvalEntity, CoverEntity):
             self._attr_current_cover_position is not None
         )
 
+    @property
+    def _position(self) -> int | None:
+        return self._attr_current_cover_position
+
     def _eval_apply(self, state: str | None, attributes: dict[str, Any], initial: bool) -> bool:
         features = self.supported_features or CoverEntityFeature(0)
-        position = None
-        for key in ("current_position", "position"):
-            if (value := as_int(attributes.pop(key, None))) is not None:
-                position = max(0, min(100, value))
-        tilt = None
-        for key in ("current_tilt_position", "tilt_position"):
-            if (value := as_int(attributes.pop(key, None))) is not None:
-                tilt = max(0, min(100, value))
+        position = pop_percent(attributes, "current_position", "position")
+        tilt = pop_percent(attributes, "current_tilt_position", "tilt_position")
         attributes.pop("is_closed", None)
         if tilt is not None:
             self._attr_current_cover_tilt_position = tilt
@@ -81,30 +79,11 @@ class EvalCover(EvalEntity, CoverEntity):
             self._set_position(position)
         elif initial and features & CoverEntityFeature.SET_POSITION:
             self._set_position(0 if state in (None, "closed", "closing") else 100)
-        if state is None:
-            return True
-        self._attr_is_opening = state == "opening"
-        self._attr_is_closing = state == "closing"
-        if state in ("open", "opening"):
-            if self._positioned and not self._attr_current_cover_position:
-                self._set_position(100)
-            self._attr_is_closed = False
-        elif state in ("closed", "closing"):
-            if self._positioned and position is None:
-                self._set_position(0)
-            self._attr_is_closed = True
-        else:
-            return False
-        return True
+        return self._apply_open_state(state, position)
 
     def _set_position(self, position: int) -> None:
         self._attr_current_cover_position = position
         self._attr_is_closed = position == 0
-
-    def _moved(self) -> None:
-        self._attr_is_opening = False
-        self._attr_is_closing = False
-        self.eval_changed()
 
     async def async_open_cover(self, **kwargs: Any) -> None:
         """Open fully."""

@@ -216,8 +216,8 @@ class EvalEntity(Entity):
         return extra or None
 
 
-class EvalOnOffEntity(EvalEntity):
-    """Mixin for devices that are on or off (switches, sirens, humidifiers, remotes); a
+class EvalOnOffState(EvalEntity):
+    """Mixin for entities that are on or off (binary sensors, and EvalOnOffEntity); a
     missing state means off. Subclasses model their other attributes and call these.
 
     `_attr_is_on` is the platform entity's own (HA wraps it so that setting it refreshes
@@ -235,6 +235,10 @@ class EvalOnOffEntity(EvalEntity):
         self._attr_is_on = on
         return True
 
+
+class EvalOnOffEntity(EvalOnOffState):
+    """Mixin for devices switched on and off (switches, sirens, humidifiers, remotes)."""
+
     async def async_turn_on(self, **kwargs: Any) -> None:
         """On."""
         self._attr_is_on = True
@@ -243,4 +247,57 @@ class EvalOnOffEntity(EvalEntity):
     async def async_turn_off(self, **kwargs: Any) -> None:
         """Off."""
         self._attr_is_on = False
+        self.eval_changed()
+
+
+def pop_percent(attributes: dict[str, Any], *keys: str) -> int | None:
+    """The last of `keys` found (all of them are popped), as a position from 0 to 100."""
+    found = None
+    for key in keys:
+        if (value := as_int(attributes.pop(key, None))) is not None:
+            found = max(0, min(100, value))
+    return found
+
+
+class EvalOpenCloseEntity(EvalEntity):
+    """Mixin for covers and valves: instant moves, a position where the device has one.
+
+    Subclasses say whether it has one (`_positioned`), where it lives (`_position`,
+    `_set_position`). The platform's `_attr_is_closed`, `_attr_is_opening` and
+    `_attr_is_closing` are not declared here (HA wraps them; see EvalOnOffState).
+    """
+
+    @property
+    def _positioned(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def _position(self) -> int | None:
+        raise NotImplementedError
+
+    def _set_position(self, position: int) -> None:
+        raise NotImplementedError
+
+    def _apply_open_state(self, state: str | None, position: int | None) -> bool:
+        """Take an open or closed state (None: keep), with the position given beside it if
+        any; False if the state is neither."""
+        if state is None:
+            return True
+        self._attr_is_opening = state == "opening"
+        self._attr_is_closing = state == "closing"
+        if state in ("open", "opening"):
+            if self._positioned and not self._position:
+                self._set_position(100)
+            self._attr_is_closed = False
+        elif state in ("closed", "closing"):
+            if self._positioned and position is None:
+                self._set_position(0)
+            self._attr_is_closed = True
+        else:
+            return False
+        return True
+
+    def _moved(self) -> None:
+        self._attr_is_opening = False
+        self._attr_is_closing = False
         self.eval_changed()

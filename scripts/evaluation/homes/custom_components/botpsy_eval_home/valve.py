@@ -12,7 +12,7 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import runtime_for
-from .entity import EvalEntity, as_bool, as_int
+from .entity import EvalOpenCloseEntity, as_bool, pop_percent
 
 
 async def async_setup_entry(
@@ -23,7 +23,7 @@ async def async_setup_entry(
     async_add_entities([EvalValve(runtime, fixture) for fixture in runtime.modelled("valve")])
 
 
-class EvalValve(EvalEntity, ValveEntity):
+class EvalValve(EvalOpenCloseEntity, ValveEntity):
     """A valve with an instant actuator."""
 
     _eval_feature_class = ValveEntityFeature
@@ -49,37 +49,23 @@ class EvalValve(EvalEntity, ValveEntity):
     def _eval_apply(self, state: str | None, attributes: dict[str, Any], initial: bool) -> bool:
         attributes.pop("reports_position", None)
         attributes.pop("is_closed", None)
-        position = None
-        for key in ("current_position", "position"):
-            if (value := as_int(attributes.pop(key, None))) is not None:
-                position = max(0, min(100, value))
+        position = pop_percent(attributes, "current_position", "position")
         if position is not None:
             self._set_position(position)
-        if state is None:
-            return True
-        self._attr_is_opening = state == "opening"
-        self._attr_is_closing = state == "closing"
-        if state in ("open", "opening"):
-            if self._attr_reports_position and not self._attr_current_valve_position:
-                self._set_position(100)
-            self._attr_is_closed = False
-        elif state in ("closed", "closing"):
-            if self._attr_reports_position and position is None:
-                self._set_position(0)
-            self._attr_is_closed = True
-        else:
-            return False
-        return True
+        return self._apply_open_state(state, position)
+
+    @property
+    def _positioned(self) -> bool:
+        return bool(self._attr_reports_position)
+
+    @property
+    def _position(self) -> int | None:
+        return self._attr_current_valve_position
 
     def _set_position(self, position: int) -> None:
         if self._attr_reports_position:
             self._attr_current_valve_position = position
         self._attr_is_closed = position == 0
-
-    def _moved(self) -> None:
-        self._attr_is_opening = False
-        self._attr_is_closing = False
-        self.eval_changed()
 
     async def async_open_valve(self) -> None:
         """Open fully."""
