@@ -153,10 +153,11 @@ def _function_schema(group: Sequence[Tool]) -> dict[str, Any]:
     if first.service:
         properties[ACTION] = {"type": "string", "enum": [t.service for t in group]}
         required.append(ACTION)
-    for param in _merge_params(t.params() for t in group):
+    per_action = [t.params() for t in group]
+    for param in _merge_params(per_action):
         properties[param.name] = param.json_schema()
         # Required by every action (a single action's own requirements are its grammar's).
-        if param.required and all(any(p.name == param.name for p in t.params()) for t in group):
+        if param.required and all(any(p.name == param.name for p in params) for params in per_action):
             required.append(param.name)
     function: dict[str, Any] = {"name": first.name}
     if len(group) == 1 and first.description:  # a domain's several services: their names say it
