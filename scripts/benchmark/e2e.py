@@ -116,7 +116,7 @@ class AgentBench:
     entry_id: str = ""
     recorder: Recorder | None = None
     home_entities: frozenset[str] = field(default_factory=frozenset)
-    force_call: bool = True
+    force_call: bool = False
 
     def __post_init__(self) -> None:
         entity = er.async_get(self.hass).async_get(self.agent.agent_id)

@@ -70,10 +70,10 @@ CALLS_ONLY = "root ::= calls"
 class Recorder:
     """Keeps every generation of one engine object (wrap it again after a reload).
 
-    With `force_call`, the first generation after `arm()` may only call a tool: the
-    stand-in model is a base model that never chooses to, and the bench measures the path
-    of a request that does (a tool-tuned model's choice). Everything after the grammar is
-    the integration's own: parsing, validation, execution, the reply.
+    With `force_call`, the first generation after `arm()` may only call a tool: a base
+    model never chooses to, and the bench measures the path of a request that does (a
+    tool-tuned model's choice). Everything after the grammar is the integration's own:
+    parsing, validation, execution, the reply.
     """
 
     def __init__(self, engine: Engine, *, force_call: bool = False) -> None:

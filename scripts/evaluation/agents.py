@@ -9,7 +9,7 @@ chat log's tool calls and results (BotPsy), and for every agent the service call
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from homeassistant.components import conversation
 from homeassistant.components.conversation import trace
 from homeassistant.components.conversation.chat_log import async_subscribe_chat_logs
 from homeassistant.components.conversation.const import DATA_COMPONENT, ChatLogEventType
-from homeassistant.const import EVENT_CALL_SERVICE
+from homeassistant.const import CONF_LLM_HASS_API, EVENT_CALL_SERVICE
 from homeassistant.core import Context, Event, HomeAssistant, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.target import TargetSelection, async_extract_referenced_entity_ids
@@ -151,12 +151,23 @@ def _calls(contents: list[dict[str, Any]]) -> list[Call]:
     return list(calls.values())
 
 
+def _subentry(subentry: Mapping[str, Any], tools: Sequence[str] | None) -> dict[str, Any]:
+    """A default subentry for a mock entry; the conversation agent's LLM APIs replaced by `tools`."""
+    data = dict(subentry["data"])
+    if tools is not None and subentry["subentry_type"] == "conversation":
+        data[CONF_LLM_HASS_API] = list(tools)
+    return {**subentry, "data": data, "unique_id": None}
+
+
 async def async_builtin_agent(hass: HomeAssistant) -> Agent:
     return Agent(hass, "builtin", BUILTIN_AGENT_ID)
 
 
-async def async_botpsy_agent(hass: HomeAssistant, model: Path | None, server: str | None, threads: int) -> Agent:
-    """BotPsy's conversation agent on the embedded engine (`model`) or a server (`server`)."""
+async def async_botpsy_agent(
+    hass: HomeAssistant, model: Path | None, server: str | None, threads: int, tools: Sequence[str] | None = None
+) -> Agent:
+    """BotPsy's conversation agent on the embedded engine (`model`) or a server (`server`),
+    using the HA LLM APIs `tools` (None: those a new entry starts with)."""
     if server:
         data: dict[str, Any] = {CONF_ENGINE: ENGINE_REMOTE, CONF_URL: server}
     else:
@@ -172,7 +183,7 @@ async def async_botpsy_agent(hass: HomeAssistant, model: Path | None, server: st
         domain=DOMAIN,
         title="BotPsy",
         data=data,
-        subentries_data=[{**subentry, "unique_id": None} for subentry in DEFAULT_SUBENTRIES],
+        subentries_data=[_subentry(subentry, tools) for subentry in DEFAULT_SUBENTRIES],
     )
     entry.add_to_hass(hass)
     if not await hass.config_entries.async_setup(entry.entry_id):

@@ -47,6 +47,8 @@ class AgentSpec:
     kind: str  # "botpsy" or "builtin"
     model: Path | None = None
     server: str | None = None
+    # HA LLM APIs of BotPsy's conversation agent; None: those its subentry starts with.
+    tools: tuple[str, ...] | None = None
     threads: int = 2
     confirm: bool = False
     timeout_s: float = 120.0
@@ -241,7 +243,7 @@ def _merge(case: Case, runs: list[_Run]) -> CaseResult:
 async def _make_agent(hass: HomeAssistant, spec: AgentSpec) -> Agent:
     if spec.kind == "builtin":
         return await async_builtin_agent(hass)
-    return await async_botpsy_agent(hass, spec.model, spec.server, spec.threads)
+    return await async_botpsy_agent(hass, spec.model, spec.server, spec.threads, spec.tools)
 
 
 async def async_run_home(

@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
+from scripts.benchmark.__main__ import parse_args
 from scripts.benchmark.e2e import SEGMENTS, user_turn_start
 from scripts.benchmark.homes import DEMO_HOME, generated_mapping
 from scripts.benchmark.probe import Generation, Recorder
 from scripts.benchmark.report import markdown, plots, summary
 from scripts.evaluation.fixtures import home_from_mapping
+from scripts.models import DEFAULT_MODEL
 
 
 def breakdown(scale: float) -> dict[str, Any]:
@@ -134,3 +136,8 @@ async def test_recorder_keeps_each_generation_with_its_messages() -> None:
     assert gen.ended_at is not None and gen.first_event_at is not None and gen.ended_at >= gen.called_at
     assert prompt[user_turn_start(gen, "hi") :] == "Devices now\nRequest: hi|model:"
     assert other not in prompt
+
+
+def test_first_round_is_free_unless_forced() -> None:
+    assert parse_args([]).force_call is False and parse_args([]).model == DEFAULT_MODEL
+    assert parse_args(["--force-call", "--model", "gemma-3-270m"]).force_call is True

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from homeassistant.const import CONF_LLM_HASS_API
 import pytest
 
-from scripts.evaluation.agents import Turn
+from custom_components.botpsy.const import DEFAULT_SUBENTRIES
+from scripts.evaluation.__main__ import TOOLS, parse_args
+from scripts.evaluation.agents import Turn, _subentry
 from scripts.evaluation.dataset import Case, load_suite
 from scripts.evaluation.report import CaseResult
 from scripts.evaluation.run import AgentSpec, _ask, async_run_suite
@@ -122,3 +125,15 @@ async def test_newer_intents_layout_through_the_builtin_agent(tmp_path: Path) ->
     fan, switch = await run(suite)
     assert fan.passed and fan.expected_changes == {"fan.ceiling_fan": {"percentage": 0, "state": "off"}}
     assert switch.expected_changes["switch.coffee_maker"]["state"] == "on"
+
+
+@pytest.mark.parametrize(
+    ("tools", "apis"), [("botpsy", ["botpsy"]), ("assist", ["assist"]), ("both", ["botpsy", "assist"])]
+)
+def test_tools_choose_the_agents_llm_apis(tools: str, apis: list[str]) -> None:
+    args = parse_args(["--dataset", "suite", "--tools", tools])
+    conversation, ai_task = (_subentry(s, TOOLS[args.tools]) for s in DEFAULT_SUBENTRIES)
+    assert conversation["data"][CONF_LLM_HASS_API] == apis and conversation["unique_id"] is None
+    assert CONF_LLM_HASS_API not in ai_task["data"]
+    assert DEFAULT_SUBENTRIES[0]["data"][CONF_LLM_HASS_API] == ["botpsy"]  # the constant is untouched
+    assert _subentry(DEFAULT_SUBENTRIES[0], None)["data"] == DEFAULT_SUBENTRIES[0]["data"]
