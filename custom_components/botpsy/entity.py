@@ -24,7 +24,7 @@ from typing import Any
 from homeassistant.components import conversation
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API
-from homeassistant.core import Context
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import chat_session, device_registry as dr, llm, template as ha_template
 from homeassistant.helpers.entity import Entity
@@ -62,8 +62,9 @@ from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.prompt import turn_text
 from .core.reply import describe
 from .core.shortlist import restrict, shortlist
-from .core.tools import ACTION, Tool, function_schemas
+from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .core.validate import CallRejectedError, validate_call
+from .home_snapshot import exposed_entities
 from .llm_api import CompiledTool
 from .prefix_warmup import PrefixWarmup
 from .stats import EngineStats
@@ -127,10 +128,13 @@ class Toolbox:
     compiled: list[Tool] = field(default_factory=list)
     others: list[llm.Tool] = field(default_factory=list)
     home: Home = field(default_factory=lambda: Home((), ()))
+    # The other tools as the grammar writes them; None if one of them cannot be.
+    others_grammar: list[Tool] | None = field(default_factory=list)
+    custom_serializer: Any = None
 
     @classmethod
-    def from_api(cls, api: llm.APIInstance | None) -> Toolbox:
-        box = cls()
+    def from_api(cls, hass: HomeAssistant, api: llm.APIInstance | None) -> Toolbox:
+        box = cls(custom_serializer=api.custom_serializer if api else None)
         for tool in api.tools if api else []:
             inner = tool.tool if isinstance(tool, llm.NamespacedTool) else tool
             if isinstance(inner, CompiledTool):
@@ -138,7 +142,17 @@ class Toolbox:
                 box.home = inner.home
             else:
                 box.others.append(tool)
+        if box.others:
+            if not box.home.entities:  # for the shortlist and the names HA's intents take
+                box.home = Home(exposed_entities(hass), ())
+            vocabulary = home_vocabulary(box.home.entities)
+            converted = [schema_tool(t.name, box._parameters(t), vocabulary) for t in box.others]
+            box.others_grammar = [t for t in converted if t is not None] if None not in converted else None
         return box
+
+    def _parameters(self, tool: llm.Tool) -> dict[str, Any]:
+        schema: dict[str, Any] = probatio.to_openapi(tool.parameters, custom_serializer=self.custom_serializer)
+        return schema
 
     def for_request(self, entity_ids: Sequence[str]) -> list[Tool]:
         """Compiled tools restricted to the shortlisted entities (tools without targets stay).
@@ -147,13 +161,12 @@ class Toolbox:
         """
         return [*restrict(self.compiled, entity_ids), *(t for t in self.compiled if not t.targets)]
 
-    def schemas(self, custom_serializer: Any, tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
-        """Every tool (or only `tools`), in a fixed order and naming no entity: the same for
-        every request."""
+    def schemas(self, tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
+        """Every tool (or only `tools` of the compiled ones), in a fixed order and naming no
+        entity: the same for every request."""
         result = function_schemas(self.compiled if tools is None else tools)
         for tool in self.others:
-            parameters = probatio.to_openapi(tool.parameters, custom_serializer=custom_serializer)
-            function = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
+            function = {"name": tool.name, "description": tool.description or "", "parameters": self._parameters(tool)}
             result.append({"type": "function", "function": function})
         return result
 
@@ -217,13 +230,14 @@ class BotPsyLLMEntity(Entity):
         """
         options = self.subentry.data
         template = self._engine.chat_template
-        constrained = self._engine.supports_grammar and template is not None and not toolbox.others
+        constrained = self._engine.supports_grammar and template is not None and toolbox.others_grammar is not None
         offered = bool(toolbox.compiled or toolbox.others) and (with_tools or constrained)
-        serializer = chat_log.llm_api.custom_serializer if chat_log.llm_api else None
         tools = toolbox.for_request(entity_ids) if with_tools else []
-        schemas = toolbox.schemas(serializer) if offered else []
+        schemas = toolbox.schemas() if offered else []
         if not self._fits(schemas):
-            schemas = toolbox.schemas(serializer, tools)
+            schemas = toolbox.schemas(tools)
+        if with_tools and toolbox.others_grammar:
+            tools += toolbox.others_grammar
         grammar = compile_grammar(tuple(tools), fmt) if constrained and offered else None
         conversation_id = chat_log.conversation_id
         turn = next((c for c in reversed(chat_log.content) if isinstance(c, conversation.UserContent)), None)
@@ -233,7 +247,9 @@ class BotPsyLLMEntity(Entity):
             # later turns, so each prompt extends the one before.
             system = chat_log.content[0] if chat_log.content else None
             clock = split_clock(system.content)[1] if isinstance(system, conversation.SystemContent) else ""
-            states = [state for e in sorted(set(entity_ids)) if (state := live_state(self.hass, e))]
+            states = [
+                (state, toolbox.home.entity(e)) for e in sorted(set(entity_ids)) if (state := live_state(self.hass, e))
+            ]
             self._prompts.set_user_text(conversation_id, turn, turn_text(clock, states, turn.content))
 
         def user_text(content: conversation.UserContent) -> str:
@@ -301,8 +317,8 @@ class BotPsyLLMEntity(Entity):
             parse_result=False,
         )
         system = "\n".join([instructions, api.api_prompt] if api else [instructions])
-        toolbox = Toolbox.from_api(api)
-        schemas = toolbox.schemas(api.custom_serializer if api else None)
+        toolbox = Toolbox.from_api(self.hass, api)
+        schemas = toolbox.schemas()
         if not self._fits(schemas):
             return None
         messages = [{"role": "system", "content": system}, {"role": "user", "content": _TURN_SENTINEL}]
@@ -331,7 +347,7 @@ class BotPsyLLMEntity(Entity):
                 self.subentry.data.get(CONF_PROMPT),
                 None,
             )
-            toolbox = Toolbox.from_api(chat_log.llm_api)
+            toolbox = Toolbox.from_api(self.hass, chat_log.llm_api)
             template = self._engine.chat_template
             fmt = detect_format(template.source if template else None)
             entity_ids = shortlist(toolbox.home.entities, text)
@@ -413,14 +429,14 @@ class BotPsyLLMEntity(Entity):
         noise = {entity_id.partition(".")[0], "alarm"}
         words = str(call.arguments.get(ACTION) or call.name.split("__")[-1]).split("_")
         action = " ".join(w for w in words if w not in noise)
-        await self._async_say(chat_log, f"Do you want me to {action} {name}? Say yes to confirm.")
+        await self._async_say(chat_log, f"To be safe, I ask first: do you want me to {action} {name}?")
 
     async def _async_handle_chat_log(self, chat_log: conversation.ChatLog, utterance: str) -> None:
         """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
         if await self._async_answer_pending(chat_log, utterance):
             return
         rounds = int(self.subentry.data.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
-        toolbox = Toolbox.from_api(chat_log.llm_api)
+        toolbox = Toolbox.from_api(self.hass, chat_log.llm_api)
         hold = self._hold_rule(toolbox)
         template = self._engine.chat_template
         fmt = detect_format(template.source if template else None)
@@ -434,6 +450,7 @@ class BotPsyLLMEntity(Entity):
         earlier = [c.content for c in chat_log.content if isinstance(c, conversation.UserContent)][-3:-1]
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
         results: list[dict[str, Any]] = []
+        ran: set[str] = set()  # every call run this turn: a repeat is not run again
         for round_number in range(rounds + 1):
             failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]
             if round_number == rounds and failed:
@@ -442,7 +459,12 @@ class BotPsyLLMEntity(Entity):
             # After a failed action, text is held back: it could claim what did not happen.
             # The last round allows no calls: those the model still writes are not run.
             turn = _Turn(
-                fmt, self.entry.runtime_data.stats, stream_text=not failed, hold=hold, allow_calls=round_number < rounds
+                fmt,
+                self.entry.runtime_data.stats,
+                stream_text=not failed,
+                hold=hold,
+                allow_calls=round_number < rounds,
+                ran=ran,
             )
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)
@@ -501,7 +523,7 @@ class BotPsyLLMEntity(Entity):
             # Our grammar spells out ranges; llama.cpp's converter (or the server's) covers the rest.
             grammar = json_schema_grammar(json_schema) if self._engine.supports_grammar else None
             request = replace(request, grammar=grammar) if grammar else replace(request, json_schema=json_schema)
-        turn = _Turn(fmt, self.entry.runtime_data.stats)
+        turn = _Turn(None, self.entry.runtime_data.stats)  # no tools: all of it is the answer
         async for _content in chat_log.async_add_delta_content_stream(
             self.entity_id, turn.stream(self._engine, request)
         ):
@@ -523,14 +545,16 @@ class _Turn:
 
     def __init__(
         self,
-        fmt: CallFormat,
+        fmt: CallFormat | None,
         stats: EngineStats,
         *,
         stream_text: bool = True,
         hold: Callable[[ToolCall], bool] = lambda _call: False,
         allow_calls: bool = True,
+        ran: set[str] | None = None,
     ) -> None:
         self.fmt = fmt
+        self._ran = ran if ran is not None else set()
         self.allow_calls = allow_calls
         self.stats = stats
         self.stream_text = stream_text
@@ -563,14 +587,12 @@ class _Turn:
         text = ""
         sent = 0
         server_calls: list[ToolCall] = []
-        start = self.fmt.call_start
         try:
             async for event in engine.generate(request):
                 if isinstance(event, TextDelta):
                     text += event.text
                     # Stream what cannot be (the start of) a call.
-                    cut = text.find(start)
-                    limit = cut if cut >= 0 else _safe(text, start)
+                    limit = self.fmt.shown_length(text) if self.fmt else len(text)
                     if limit > sent and self.stream_text:
                         yield {"content": text[sent:limit]}
                         sent = limit
@@ -585,13 +607,17 @@ class _Turn:
             self.stats.async_record_error(str(err))
             raise _failure("engine_error", err) from err
         self.text = text
-        self.parsed = self.fmt.parse(text)
+        self.parsed = self.fmt.parse(text) if self.fmt else ParsedOutput(content=text.strip())
         if self.parsed.errors:
             LOGGER.debug("Unusable calls in model output: %s", self.parsed.errors)
-        if text.find(start) < 0 and sent < len(text) and self.stream_text:
-            yield {"content": text[sent:]}
+        limit = self.fmt.shown_length(text, final=True) if self.fmt else len(text)
+        if limit > sent and self.stream_text:
+            yield {"content": text[sent:limit]}
         calls: list[ToolCall] = []
         for call in self.parsed.calls + server_calls if self.allow_calls else []:
+            if (signature := json_dumps([call.name, call.arguments])) in self._ran:
+                continue  # the same call again (a small model's loop): its result is known
+            self._ran.add(signature)
             (self.held if self._hold(call) else calls).append(call)
         if calls:
             self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]
@@ -603,14 +629,6 @@ def _failure(key: str, err: EngineError) -> HomeAssistantError:
     return HomeAssistantError(
         translation_domain=DOMAIN, translation_key=key, translation_placeholders={"error": str(err)}
     )
-
-
-def _safe(text: str, marker: str) -> int:
-    """Length of `text` that cannot be the beginning of `marker`."""
-    for start in range(max(0, len(text) - len(marker) + 1), len(text)):
-        if marker.startswith(text[start:]):
-            return start
-    return len(text)
 
 
 def _arguments(raw: str) -> dict[str, Any]:

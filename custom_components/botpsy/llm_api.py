@@ -53,7 +53,8 @@ class CompiledTool(llm.Tool):
         try:
             call = validate_call(ToolCall(self.name, dict(tool_input.tool_args)), self._tools)
         except CallRejectedError as err:
-            return llm.ToolResult({"name": self.name, "executed": False, "error": str(err)}, error=True)
+            data = {"name": self.name, "arguments": dict(tool_input.tool_args), "executed": False, "error": str(err)}
+            return llm.ToolResult(data, error=True)  # type: ignore[arg-type]
         if self.name == FIND_ENTITIES:
             found = find_entities(self.home.entities, str(call.data["query"]))
             return llm.ToolResult({"name": self.name, "executed": True, "entities": found})  # type: ignore[dict-item]

@@ -59,8 +59,11 @@ def test_every_byte_has_a_token(forced: Forced) -> None:
 @pytest.mark.parametrize(
     ("prefix", "expected", "end"),
     [
-        # The call's head up to the function name, which is a choice.
-        ("", "<tool_call>\n<function=", False),
+        # Tagged, bare or as JSON (the near misses): a choice; then the head up to the
+        # function name, which is a choice.
+        ("", "", False),
+        ("<t", "ool_call>\n<function=", False),
+        ('{"', 'name": "', False),
         ("<tool_call>\n<function=l", "", False),  # light or lock
         # The rest of the name, the target's tag, and the domain of every target.
         ("<tool_call>\n<function=li", "ght>\n<parameter=entity_id>\nlight.", False),
@@ -117,13 +120,16 @@ def test_text_or_calls_is_a_choice(forced: Forced) -> None:
 
 def test_hermes_and_gemma_heads(forced: Forced) -> None:
     hermes = compile_grammar(TOOLS, FORMATS["hermes_json"], allow_text=False)
-    assert forced.after(hermes) == (b'<tool_call>\n{"name": "', False)
+    assert forced.after(hermes) == (b"", False)  # in its tags or bare: a choice
+    assert forced.after(hermes, "<") == (b'tool_call>\n{"name": "', False)
+    assert forced.after(hermes, "{") == (b'"name": "', False)
     assert forced.after(hermes, '<tool_call>\n{"name": "t') == (
         b'odo", "arguments": {"entity_id": "todo.shopping", "action": "add_item", "item": "',
         False,
     )
     gemma = compile_grammar(TOOLS, FORMATS["gemma"], allow_text=False)
-    assert forced.after(gemma) == (b"<start_function_call>call:", False)
+    assert forced.after(gemma) == (b"", False)  # its own call, or a JSON object
+    assert forced.after(gemma, "<") == (b"start_function_call>call:", False)
 
 
 def test_json_schemas(forced: Forced) -> None:

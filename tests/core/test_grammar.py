@@ -14,9 +14,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
-from custom_components.botpsy.core.formats import FORMATS, MAX_TEXT_VALUE, CallFormat, ToolCall, detect_format
+from custom_components.botpsy.core.formats import (
+    FORMATS,
+    JSON_CALLS,
+    MAX_TEXT_VALUE,
+    CallFormat,
+    ToolCall,
+    detect_format,
+)
 from custom_components.botpsy.core.grammar import MAX_CALLS, compile_grammar, int_range
-from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools
+from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools, schema_tool
 from custom_components.botpsy.core.validate import CallRejectedError, validate_call
 from tests.grammar_check import GrammarChecker
 
@@ -64,9 +71,11 @@ def calls(draw: st.DrawFn) -> ToolCall:
         params = tool.targets[arguments["entity_id"]]
     if tool.service:
         arguments[ACTION] = tool.service
+    groups = set()
     for param in params:
-        if param.required or draw(st.booleans()):
+        if param.required or (param.group not in groups and draw(st.booleans())):
             arguments[param.name] = draw(value_strategy(param))
+            groups.add(param.group)
     return ToolCall(tool.name, arguments)
 
 
@@ -94,6 +103,64 @@ def test_two_calls_and_text_answers(fmt: CallFormat, checker: GrammarChecker) ->
     assert fmt.parse(text).calls == [first, second]
     assert checker.accepts(GRAMMARS[fmt.name], "The kitchen light is on.")
     assert fmt.parse("The kitchen light is on.").content == "The kitchen light is on."
+
+
+def unwrapped(fmt: CallFormat, call: ToolCall) -> str:
+    opening, closing = fmt.wrappers[0]
+    return fmt.render(call).removeprefix(opening).removesuffix(closing)
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=calls())
+def test_calls_without_their_tags_are_calls(fmt: CallFormat, call: ToolCall, checker: GrammarChecker) -> None:
+    """Small models leave the tags out, or write a bare JSON object whatever their format:
+    the grammar completes such a call and the parser reads it, in every format."""
+    bare = [unwrapped(JSON_CALLS, call)]
+    if fmt.wrappers[1:]:
+        bare.append(unwrapped(fmt, call))
+    for text in bare:
+        assert checker.accepts(GRAMMARS[fmt.name], text), text
+        parsed = fmt.parse(text)
+        assert (parsed.content, parsed.errors) == ("", [])
+        assert validate_call(parsed.calls[0], TOOLS_BY_KEY).arguments == call.arguments
+        assert fmt.shown_length(text, final=True) == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+@pytest.mark.parametrize(
+    "text",
+    ['{"name": "light"}', "```json", "[1]", " The light is on.", "\nOK", "It is <b>on</b>", "Done {now}"],
+)
+def test_answers_cannot_begin_or_look_like_a_call(fmt: CallFormat, text: str, checker: GrammarChecker) -> None:
+    assert not checker.accepts(GRAMMARS[fmt.name], text)
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name": "light", "arguments": {"entity_id": "light.kitchen"',
+        '```json\n{"name": "light", "arguments": 3}\n```',
+        '[{"name": "light"}, {"arguments": {}}]',
+        "{name: light}",
+    ],
+)
+def test_output_that_begins_like_a_call_is_never_shown(fmt: CallFormat, text: str) -> None:
+    parsed = fmt.parse(text)
+    assert parsed.content == "" and parsed.calls == [] and parsed.errors
+    assert fmt.shown_length(text[:5]) == fmt.shown_length(text, final=True) == 0
+
+
+def test_unconstrained_output_is_read_leniently() -> None:
+    """What servers without a grammar return: fenced, listed or "parameters" calls."""
+    call = ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"})
+    fenced = '```json\n{"name": "light", "parameters": {"entity_id": "light.kitchen", "action": "turn_off"}}\n```'
+    listed = '[{"name": "light", "arguments": {"entity_id": "light.kitchen", "action": "turn_off"}}]'
+    for fmt in FORMATS.values():
+        assert fmt.parse(fenced).calls == [call]
+        assert fmt.parse(listed).calls == [call]
+    assert FORMATS["hermes_json"].shown_length("Sure.\n<tool_") == len("Sure.\n")
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
@@ -133,6 +200,13 @@ def test_calls_per_answer_are_bounded(fmt: CallFormat, checker: GrammarChecker) 
             "mode it lacks",
         ),
         (ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock", "code": "1234"}), "lock code"),
+        (
+            ToolCall(
+                "light",
+                {"entity_id": "light.kitchen", "action": "turn_on", "rgb_color": [1, 2, 3], "color_temp_kelvin": 3000},
+            ),
+            "two arguments HA's schema excludes together",
+        ),
     ],
 )
 def test_calls_the_tools_do_not_allow_are_refused(
@@ -150,6 +224,13 @@ def test_calls_the_tools_do_not_allow_are_refused(
             "light needs an action: one of turn_off, turn_on",
         ),
         (ToolCall("light", {"entity_id": "light.kitchen", "action": "lock"}), "one of turn_off, turn_on, not 'lock'"),
+        (
+            ToolCall(
+                "light",
+                {"entity_id": "light.kitchen", "action": "turn_on", "rgb_color": [1, 2, 3], "color_temp_kelvin": 3000},
+            ),
+            "light takes only one of rgb_color, color_temp_kelvin",
+        ),
         (
             ToolCall("light", {"entity_id": "switch.coffee", "action": "turn_on"}),
             "switch.coffee cannot be used with light",
@@ -203,3 +284,43 @@ def test_format_follows_the_chat_template(tiny_model: Path) -> None:
     assert detect_format(read_gguf_metadata(tiny_model).chat_template).name == "qwen_xml"
     assert detect_format("{{ '<tool_call>' }}{{ tool_call | tojson }}").name == "hermes_json"
     assert detect_format("<start_function_call>").name == "gemma"
+
+
+INTENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "area": {"type": "string"},
+        "domain": {"type": "array", "items": {"type": "string", "enum": ["light", "fan"]}},
+        "brightness": {"type": "integer", "minimum": 0, "maximum": 100},
+        "volume_step": {"anyOf": [{"type": "string", "enum": ["down", "up"]}, {"type": "integer"}]},
+        "is_volume_muted": {"description": "no type: left out"},
+    },
+}
+VOCABULARY = {"name": ("Kitchen Lights", "Desk"), "area": ("Kitchen",), "floor": ()}
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+def test_other_apis_tools_take_the_homes_names_and_any_subset_of_arguments(
+    fmt: CallFormat, checker: GrammarChecker
+) -> None:
+    """HA's intent tools: every argument optional, names only the home's own."""
+    tool = schema_tool("HassTurnOn", INTENT_SCHEMA, VOCABULARY)
+    assert tool is not None
+    assert [p.name for p in tool.arguments] == ["name", "area", "domain", "brightness", "volume_step"]
+    grammar = compile_grammar((tool,), fmt)
+    for arguments in (
+        {"name": "Kitchen Lights"},
+        {"area": "Kitchen", "domain": "light"},
+        {"brightness": 40},
+        {"name": "Desk", "volume_step": "up"},
+        {},
+    ):
+        assert checker.accepts(grammar, fmt.render(ToolCall("HassTurnOn", arguments))), arguments
+    for arguments in ({"name": "Garage"}, {"area": "Kitchen", "name": "Desk"}, {"brightness": 101}):
+        assert not checker.accepts(grammar, fmt.render(ToolCall("HassTurnOn", arguments))), arguments
+
+
+def test_a_required_argument_the_grammar_cannot_write_leaves_the_output_free() -> None:
+    schema = {"type": "object", "properties": {"x": {"description": "?"}}, "required": ["x"]}
+    assert schema_tool("Odd", schema, VOCABULARY) is None

@@ -84,12 +84,12 @@ async def test_rejected_call_is_repaired_in_the_next_round(hass: HomeAssistant, 
     speech, conversation_id = await ask(hass, "Make the bed light red")
     assert hass.states.get("light.bed_light").attributes["rgb_color"] == (255, 0, 0)  # type: ignore[union-attr]
     first, second = tool_results(hass, conversation_id)
-    assert first["executed"] is False and "refused the data" in first["error"]
+    assert first["executed"] is False and first["error"] == "light takes only one of rgb_color, color_temp_kelvin"
     assert second["executed"] is True
     assert "bed_light" not in speech or "Bed Light" in speech
     assert speech.startswith("Bed Light: off → on")
     # The model saw the rejection before its second try.
-    assert "refused the data" in (engine.requests[1].prompt or "")
+    assert "takes only one of" in (engine.requests[1].prompt or "")
 
 
 async def test_state_question_reads_then_answers(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -112,7 +112,7 @@ async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agen
     script(agent, conflicting, conflicting, conflicting, "Done!")
     speech, _conversation_id = await ask(hass, "Make the bed light red")
     assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
-    assert speech.startswith("I did not change light.bed_light")
+    assert speech == "I did not change light.bed_light: light takes only one of rgb_color, color_temp_kelvin."
     assert "Done!" not in speech
 
 
@@ -153,7 +153,9 @@ async def test_assist_api_alone(hass: HomeAssistant, agent: MockConfigEntry) -> 
     assert hass.states.get("light.kitchen_lights").state == "off", tool_results(hass, conversation_id)  # type: ignore[union-attr]
     assert speech == "The kitchen lights are off."
     assert "HassTurnOff" in (engine.requests[0].prompt or "")
-    assert engine.requests[0].grammar is None  # HA's tools are not compiled into a grammar
+    # HA's tools in the grammar too, with the home's own names for devices and areas.
+    grammar = engine.requests[0].grammar or ""
+    assert "HassTurnOff" in grammar and '"\\"Kitchen Lights\\""' in grammar
     assert '"name": "light"' not in (engine.requests[0].prompt or "")
 
 
@@ -178,7 +180,7 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
     engine = script(agent, UNLOCK)
     speech, conversation_id = await ask(hass, "Unlock the front door")
     assert hass.states.get("lock.front_door").state == "locked"  # type: ignore[union-attr]
-    assert speech == "Do you want me to unlock Front Door? Say yes to confirm."
+    assert speech == "To be safe, I ask first: do you want me to unlock Front Door?"
     assert tool_results(hass, conversation_id) == []
     speech, _conversation_id = await ask(hass, "yes", conversation_id)
     assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
@@ -189,7 +191,7 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
 async def test_garage_door_is_asked_and_no_cancels(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     script(agent, XML.render(ToolCall("cover", {"entity_id": "cover.garage_door", "action": "open_cover"})))
     speech, conversation_id = await ask(hass, "Open the garage")
-    assert speech.startswith("Do you want me to open Garage Door?")
+    assert speech == "To be safe, I ask first: do you want me to open Garage Door?"
     speech, _conversation_id = await ask(hass, "no", conversation_id)
     assert speech == "OK, I left Garage Door as it is."
     assert hass.states.get("cover.garage_door").state == "closed"  # type: ignore[union-attr]
@@ -296,12 +298,25 @@ async def test_actions_refuse_other_agents(hass: HomeAssistant, agent: MockConfi
 
 
 async def test_a_model_that_only_keeps_calling_gets_an_honest_end(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
-    engine = script(agent, read, read, read, read)
+    reads = [
+        XML.render(ToolCall("get_state", {"entity_id": e}))
+        for e in ("light.bed_light", "light.ceiling_lights", "light.kitchen_lights", "lock.front_door")
+    ]
+    engine = script(agent, *reads)
     speech, conversation_id = await ask(hass, "What about the bed light?")
     assert speech == "Sorry, I could not finish that request."
     assert len(engine.requests) == 4
     # The last round keeps the tools in the prompt (its cached prefix), but its grammar allows text only.
     assert engine.requests[-1].grammar is not None and "calls" not in engine.requests[-1].grammar
-    assert (engine.requests[-1].prompt or "").startswith((engine.requests[-2].prompt or "") + read)
+    assert (engine.requests[-1].prompt or "").startswith((engine.requests[-2].prompt or "") + reads[2])
     assert len(tool_results(hass, conversation_id)) == 3  # the last round's call was not run
+
+
+async def test_a_repeated_call_is_not_run_again(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A small model that loops on one call: its result is known, the loop ends."""
+    read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
+    engine = script(agent, read + "\n" + read, read, "unused")
+    speech, conversation_id = await ask(hass, "What about the bed light?")
+    assert len(tool_results(hass, conversation_id)) == 1
+    assert len(engine.requests) == 2
+    assert speech == "Sorry, I could not finish that request."

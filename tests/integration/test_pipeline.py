@@ -59,6 +59,26 @@ async def test_prefer_local_handles_plain_commands_without_the_model(
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
 
 
+async def test_questions_keep_the_conversation_open(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A voice satellite listens for the answer to every question the agent asks, and
+    only then: the confirmation of a risky action, and a question of the model's own."""
+    script(
+        agent,
+        XML.render(ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock"})),
+        "Which light do you mean?",
+        XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})),
+    )
+    asked = await run_text(hass, "Unlock the front door", prefer_local=False)
+    assert speech(asked).endswith("do you want me to unlock Front Door?")
+    assert asked["intent_output"]["continue_conversation"] is True
+    question = await run_text(hass, "Turn on the light", prefer_local=False)
+    assert question["intent_output"]["continue_conversation"] is True
+    done = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
+    assert speech(done) == "Kitchen Lights: on → off."
+    assert done["intent_output"]["continue_conversation"] is False
+    assert hass.states.get("lock.front_door").state == "locked"  # type: ignore[union-attr]
+
+
 async def test_prefer_local_leaves_the_rest_to_the_agent(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine = script(
         agent,

@@ -184,7 +184,7 @@ async def test_find_entities_reaches_beyond_the_shortlist(hass: HomeAssistant, h
         (
             "light",
             {"entity_id": "light.bed_light", "action": "turn_on", "rgb_color": [255, 0, 0], "color_temp_kelvin": 3000},
-            "refused the data",
+            "takes only one of rgb_color, color_temp_kelvin",
         ),
     ],
 )

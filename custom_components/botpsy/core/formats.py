@@ -31,6 +31,13 @@ class ParsedOutput:
     calls: list[ToolCall] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    def add(self, call: ToolCall | str) -> None:
+        """A call that was read, or why one could not be."""
+        if isinstance(call, str):
+            self.errors.append(call)
+        else:
+            self.calls.append(call)
+
 
 def gbnf_literal(text: str) -> str:
     """`text` as a GBNF string literal."""
@@ -38,19 +45,35 @@ def gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
+# The first character of a call, or of a near miss of one, in any format: a tag, a bare
+# JSON object or list, a code fence. An answer may not begin with one (the grammar sees
+# to it), so the first character decides between answer and call, and output that begins
+# like a call is never shown to the user as text.
+CALL_OPENERS = "<{[`"
+
+
 class CallFormat(Protocol):
     name: str
     # Text that starts a call: what the prompt's "answer" text may never contain.
     call_start: str
 
+    # (opening, closing) text around a call: the format's own first, then the near misses
+    # the grammar also admits (small models often leave the tags out).
+    @property
+    def wrappers(self) -> tuple[tuple[str, str], ...]: ...
+
     def render(self, call: ToolCall) -> str:
-        """The exact text of `call`, arguments in the order given."""
+        """The exact text of `call` in the format's own tags, arguments in the order given."""
 
     def parse(self, text: str) -> ParsedOutput:
         """Split model output into content and calls."""
 
+    def shown_length(self, text: str, *, final: bool = False) -> int:
+        """How much of a partial output may be shown as answer text."""
+
     def grammar_call(self, name: str, arguments: list[str]) -> str:
-        """GBNF sequence of a call; `arguments` are GBNF sequences from `grammar_argument`."""
+        """GBNF sequence of a call without its wrapper; `arguments` are GBNF sequences from
+        `grammar_argument`."""
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
         """GBNF sequence of one argument whose value is the GBNF `value`."""
@@ -66,31 +89,95 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+_FENCE = re.compile(r"^```[a-z]*\n?(.*?)\n?```$", re.S)
+_DECODER = json.JSONDecoder()
+
+
+def _json_call(data: Any) -> ToolCall | str:
+    """A call from a decoded `{"name": ..., "arguments": {...}}` (or `"parameters"`)."""
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return "call has no function name"
+    arguments = data.get("arguments", data.get("parameters", {}))
+    if not isinstance(arguments, dict):
+        return f"arguments of {data['name']} are not an object"
+    return ToolCall(data["name"], arguments)
+
+
+def _read_json(text: str, position: int) -> tuple[ToolCall | str, int] | None:
+    """The JSON call (or why it is unusable) at `position`, and where it ends."""
+    try:
+        data, end = _DECODER.raw_decode(text, position)
+    except json.JSONDecodeError as err:
+        return f"call is not valid JSON ({err.msg})", len(text)
+    if isinstance(data, list):  # a list of calls
+        calls = [_json_call(item) for item in data]
+        errors = [c for c in calls if isinstance(c, str)]
+        return (errors[0] if errors else calls[0] if len(calls) == 1 else "several calls in one list"), end
+    return _json_call(data), end
+
+
 class _TaggedFormat:
-    """Calls wrapped in tags: text before the first call is the content; each `_call`
-    match is read by `_read_call`; whatever is left over is an unfinished call."""
+    """Calls in tags: text before the first call is the content; each `_call` match is
+    read by `_read_call`; whatever is left over is an unfinished call. Output that begins
+    like a call without the tags is read as calls (`_read_bare`), never as content."""
 
     call_start: str
+    wrappers: tuple[tuple[str, str], ...]
     _call: re.Pattern[str]
 
-    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
-        """The call in `match`, or why it is unusable."""
+    def _read_call(self, body: str) -> ToolCall | str:
+        """The call in the body of a tagged call, or why it is unusable."""
         raise NotImplementedError
+
+    def _render_body(self, call: ToolCall) -> str:
+        raise NotImplementedError
+
+    def _read_bare(self, text: str, position: int) -> tuple[ToolCall | str, int] | None:
+        """A call without tags at `position` (and where it ends), or None if there is none."""
+        return _read_json(text, position) if text.startswith(("{", "["), position) else None
+
+    def shown_length(self, text: str, *, final: bool = False) -> int:
+        """How much of the output so far is answer text for the user: none if it begins
+        like a call, else up to where a call starts (or may be starting, unless `final`)."""
+        stripped = text.lstrip()
+        if not stripped or stripped[0] in CALL_OPENERS:
+            return 0
+        cut = text.find(self.call_start)
+        if cut >= 0:
+            return cut
+        return len(text) if final else _undecided(text, self.call_start)
+
+    def render(self, call: ToolCall) -> str:
+        opening, closing = self.wrappers[0]
+        return opening + self._render_body(call) + closing
 
     def parse(self, text: str) -> ParsedOutput:
         start = text.find(self.call_start)
-        out = ParsedOutput(content=(text if start < 0 else text[:start]).strip())
         if start < 0:
-            return out
+            stripped = text.strip()
+            if stripped[:1] in CALL_OPENERS:
+                return self._parse_bare(stripped)
+            return ParsedOutput(content=stripped)
+        out = ParsedOutput(content=text[:start].strip())
         rest = text[start:]
         for match in self._call.finditer(rest):
-            call = self._read_call(match)
-            if isinstance(call, str):
-                out.errors.append(call)
-            else:
-                out.calls.append(call)
+            out.add(self._read_call(match.group(1)))
         if leftover := self._call.sub("", rest).strip():
             out.errors.append(f"unfinished or malformed call: {leftover[:80]!r}")
+        return out
+
+    def _parse_bare(self, text: str) -> ParsedOutput:
+        out = ParsedOutput(content="")
+        if fenced := _FENCE.match(text):
+            text = fenced.group(1).strip()
+        position = 0
+        while position < len(text) and (found := self._read_bare(text, position)) is not None:
+            call, position = found
+            out.add(call)
+            while position < len(text) and text[position] in " \n\t,":
+                position += 1
+        if position < len(text):
+            out.errors.append(f"unfinished or malformed call: {text[position : position + 80]!r}")
         return out
 
     def value_text(self, value: Any) -> str:
@@ -102,29 +189,37 @@ class QwenXMLFormat(_TaggedFormat):
 
     name = "qwen_xml"
     call_start = "<tool_call>"
+    wrappers = (("<tool_call>\n", "\n</tool_call>"), ("", ""))
     _call = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.S)
-    _function = re.compile(r"^<function=([^>\n]+)>\n(.*)</function>$", re.S)
+    _function = re.compile(r"<function=([^>\n]+)>\n(.*?)</function>", re.S)
     _parameter = re.compile(r"<parameter=([^>\n]+)>\n(.*?)\n</parameter>\n", re.S)
 
-    def render(self, call: ToolCall) -> str:
+    def _render_body(self, call: ToolCall) -> str:
         params = "".join(
             f"<parameter={k}>\n{v if isinstance(v, str) else self.value_text(v)}\n</parameter>\n"
             for k, v in call.arguments.items()
         )
-        return f"<tool_call>\n<function={call.name}>\n{params}</function>\n</tool_call>"
+        return f"<function={call.name}>\n{params}</function>"
 
-    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
-        function = self._function.match(match.group(1))
+    def _read_call(self, body: str) -> ToolCall | str:
+        function = self._function.fullmatch(body)
         if function is None:
-            return f"malformed call: {match.group(1)[:80]!r}"
-        body = function.group(2)
-        if self._parameter.sub("", body).strip():
+            return f"malformed call: {body[:80]!r}"
+        return self._read_function(function)
+
+    def _read_function(self, function: re.Match[str]) -> ToolCall | str:
+        params = function.group(2)
+        if self._parameter.sub("", params).strip():
             return f"malformed arguments in call of {function.group(1)}"
-        return ToolCall(function.group(1), dict(self._parameter.findall(body)))
+        return ToolCall(function.group(1), dict(self._parameter.findall(params)))
+
+    def _read_bare(self, text: str, position: int) -> tuple[ToolCall | str, int] | None:
+        if function := self._function.match(text, position):
+            return self._read_function(function), function.end()
+        return super()._read_bare(text, position)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
-        head = gbnf_literal(f"<tool_call>\n<function={name}>\n")
-        return " ".join([head, *arguments, gbnf_literal("</function>\n</tool_call>")])
+        return " ".join([gbnf_literal(f"<function={name}>\n"), *arguments, gbnf_literal("</function>")])
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
         return f"{gbnf_literal(f'<parameter={key}>\n')} {value} {gbnf_literal('\n</parameter>\n')}"
@@ -139,26 +234,21 @@ class HermesJSONFormat(_TaggedFormat):
 
     name = "hermes_json"
     call_start = "<tool_call>"
+    wrappers = (("<tool_call>\n", "\n</tool_call>"), ("", ""))
     _call = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 
-    def render(self, call: ToolCall) -> str:
-        return f"<tool_call>\n{_json({'name': call.name, 'arguments': call.arguments})}\n</tool_call>"
+    def _render_body(self, call: ToolCall) -> str:
+        return _json({"name": call.name, "arguments": call.arguments})
 
-    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
+    def _read_call(self, body: str) -> ToolCall | str:
         try:
-            data = json.loads(match.group(1))
+            return _json_call(json.loads(body))
         except json.JSONDecodeError as err:
             return f"call is not valid JSON ({err.msg})"
-        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-            return "call has no function name"
-        arguments = data.get("arguments", {})
-        if not isinstance(arguments, dict):
-            return f"arguments of {data['name']} are not an object"
-        return ToolCall(data["name"], arguments)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
-        head = gbnf_literal(f'<tool_call>\n{{"name": {_json(name)}, "arguments": {{')
-        return " ".join([head, *arguments, gbnf_literal("}}\n</tool_call>")])
+        head = gbnf_literal(f'{{"name": {_json(name)}, "arguments": {{')
+        return " ".join([head, *arguments, gbnf_literal("}}")])
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
         return f"{gbnf_literal(('' if first else ', ') + _json(key) + ': ')} {value}"
@@ -174,31 +264,35 @@ class GemmaFormat(_TaggedFormat):
 
     name = "gemma"
     call_start = "<start_function_call>"
-    _call = re.compile(r"<start_function_call>call:([A-Za-z0-9_.-]+)\{(.*?)\}<end_function_call>", re.S)
+    wrappers = (("<start_function_call>", "<end_function_call>"),)
+    _call = re.compile(r"<start_function_call>(.*?)<end_function_call>", re.S)
+    _body = re.compile(r"call:([A-Za-z0-9_.-]+)\{(.*)\}", re.S)
     _argument = re.compile(r"([A-Za-z0-9_]+):(<escape>(.*?)<escape>|\[[^\]]*\]|[^,<{}\[]*)(,|$)", re.S)
 
-    def render(self, call: ToolCall) -> str:
+    def _render_body(self, call: ToolCall) -> str:
         args = ",".join(
             f"{k}:<escape>{v}<escape>" if isinstance(v, str) else f"{k}:{self.value_text(v)}"
             for k, v in call.arguments.items()
         )
-        return f"<start_function_call>call:{call.name}{{{args}}}<end_function_call>"
+        return f"call:{call.name}{{{args}}}"
 
-    def _read_call(self, match: re.Match[str]) -> ToolCall | str:
+    def _read_call(self, body: str) -> ToolCall | str:
+        match = self._body.fullmatch(body)
+        if match is None:
+            return f"malformed call: {body[:80]!r}"
         arguments: dict[str, Any] = {}
-        body = match.group(2)
+        params = match.group(2)
         position = 0
-        while position < len(body) and (argument := self._argument.match(body, position)) is not None:
+        while position < len(params) and (argument := self._argument.match(params, position)) is not None:
             key, raw, escaped = argument.group(1), argument.group(2), argument.group(3)
             arguments[key] = escaped if escaped is not None else _plain(raw)
             position = argument.end()
-        if position != len(body):
+        if position != len(params):
             return f"malformed arguments in call of {match.group(1)}"
         return ToolCall(match.group(1), arguments)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
-        head = gbnf_literal(f"<start_function_call>call:{name}{{")
-        return " ".join([head, *arguments, gbnf_literal("}<end_function_call>")])
+        return " ".join([gbnf_literal(f"call:{name}{{"), *arguments, gbnf_literal("}")])
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
         return f"{gbnf_literal(('' if first else ',') + key + ':')} {value}"
@@ -206,6 +300,14 @@ class GemmaFormat(_TaggedFormat):
     def grammar_string(self, literal: str | None) -> str:
         inner = gbnf_literal(literal) if literal is not None else f"[^<]{{1,{MAX_TEXT_VALUE}}}"
         return f'"<escape>" {inner} "<escape>"'
+
+
+def _undecided(text: str, marker: str) -> int:
+    """Length of `text` that cannot be the beginning of `marker`."""
+    for start in range(max(0, len(text) - len(marker) + 1), len(text)):
+        if marker.startswith(text[start:]):
+            return start
+    return len(text)
 
 
 def _plain(raw: str) -> Any:
@@ -216,6 +318,8 @@ def _plain(raw: str) -> Any:
 
 
 FORMATS: dict[str, CallFormat] = {f.name: f for f in (QwenXMLFormat(), HermesJSONFormat(), GemmaFormat())}
+# Every model has seen calls as JSON objects: the near miss the grammar admits in every format.
+JSON_CALLS = FORMATS["hermes_json"]
 
 
 def detect_format(chat_template: str | None) -> CallFormat:

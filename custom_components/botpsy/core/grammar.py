@@ -9,14 +9,16 @@ with the number of entities.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 import re
 
-from .formats import CallFormat
+from .formats import JSON_CALLS, CallFormat, gbnf_literal
 from .tools import ACTION, Param, Tool
 
-# Text answers may not start a call: "<" is left out of them.
-ANSWER_RULE = "answer ::= [^<\\x00] [^<\\x00]*"
+# Text answers may not start like a call or a near miss of one (formats.CALL_OPENERS), nor
+# with blank space (the first character decides); tags and JSON have no place in them.
+ANSWER_RULE = "answer ::= [^<{[`\\x00 \\t\\n] [^<{\\x00]*"
 _ENUMERATE_UP_TO = 200
 # Calls in one answer: a bound that stops a model from looping (a base model repeats the
 # same call until it runs out of tokens). Free text values are bounded by the formats.
@@ -106,14 +108,57 @@ def _rule_name(text: str) -> str:
     return re.sub(r"[^a-zA-Z0-9]+", "-", text).strip("-").lower()
 
 
-def compile_grammar(
-    tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: bool = True, max_calls: int = MAX_CALLS
-) -> str:
-    """The grammar: `answer` text, or up to `max_calls` calls separated by newlines."""
-    rules: dict[str, str] = {}
-    tool_rules = []
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """A place for one argument: one of `choices` (key, value rule), or none if optional."""
+
+    choices: tuple[tuple[str, str], ...]
+    required: bool
+
+
+def _slots(arguments: list[tuple[Param | None, str, str]]) -> list[_Slot]:
+    """(param, key, value rule) in order as slots: the optional arguments of an exclusive
+    group share one."""
+    slots: list[_Slot] = []
+    groups: dict[str, int] = {}
+    for param, key, value in arguments:
+        group = param.group if param is not None and not param.required else None
+        if group is not None and group in groups:
+            slot = slots[groups[group]]
+            slots[groups[group]] = _Slot((*slot.choices, (key, value)), False)
+            continue
+        if group is not None:
+            groups[group] = len(slots)
+        slots.append(_Slot(((key, value),), param is None or param.required))
+    return slots
+
+
+def _argument_list(fmt: CallFormat, slots: list[_Slot]) -> str:
+    """GBNF of the arguments in their slots' order, the optional ones optional, each
+    separated from the one written before it as the format separates them."""
+
+    def written(slot: _Slot, *, first: bool) -> str:
+        choices = [fmt.grammar_argument(key, value, first=first) for key, value in slot.choices]
+        return choices[0] if len(choices) == 1 else "( " + " | ".join(f"( {c} )" for c in choices) + " )"
+
+    def argument(slot: _Slot) -> str:
+        text = written(slot, first=False)
+        return text if slot.required else f"( {text} )?"
+
+    # The first argument written is in one of the leading optional slots or the first required one.
+    starts = []
+    for index, slot in enumerate(slots):
+        starts.append(" ".join([written(slot, first=True), *(argument(later) for later in slots[index + 1 :])]))
+        if slot.required:
+            return starts[0] if len(starts) == 1 else "( " + " | ".join(f"( {s} )" for s in starts) + " )"
+    return "( " + " | ".join(f"( {s} )" for s in starts) + " )?" if starts else ""
+
+
+def _tool_rules(tools: tuple[Tool, ...], fmt: CallFormat, prefix: str, rules: dict[str, str]) -> list[str]:
+    """A rule per tool for its calls spelled in `fmt` (added to `rules`); their names."""
+    names = []
     for tool in tools:
-        base = _rule_name(tool.key)
+        base = prefix + _rule_name(tool.key)
         groups: dict[tuple[Param, ...], list[str]] = {}
         for entity_id, params in tool.targets.items():
             groups.setdefault(params, []).append(entity_id)
@@ -123,27 +168,50 @@ def compile_grammar(
             rules[f"{base}-action"] = fmt.grammar_string(tool.service)
         alternatives = []
         for index, (params, entity_ids) in enumerate(groups.items()):
-            arguments = []
+            arguments: list[tuple[Param | None, str, str]] = []  # (param, key, value rule)
             if entity_ids:
                 target = f"{base}-t{index}"
                 rules[target] = " | ".join(fmt.grammar_string(e) for e in entity_ids)
-                arguments.append(fmt.grammar_argument("entity_id", target, first=True))
+                arguments.append((None, "entity_id", target))
             if tool.service:  # the function's action that runs this tool's service
-                arguments.append(fmt.grammar_argument(ACTION, f"{base}-action", first=not arguments))
+                arguments.append((None, ACTION, f"{base}-action"))
             for param in params:
                 value = f"{base}-{_rule_name(param.name)}-v{index}"
                 rules[value] = _value(fmt, param)
-                argument = fmt.grammar_argument(param.name, value, first=not arguments)
-                arguments.append(argument if param.required else f"( {argument} )?")
-            alternatives.append(fmt.grammar_call(tool.name, arguments))
+                arguments.append((param, param.name, value))
+            alternatives.append(fmt.grammar_call(tool.name, [_argument_list(fmt, _slots(arguments))]))
         rules[base] = " | ".join(f"( {a} )" for a in alternatives)
-        tool_rules.append(base)
-    if not tool_rules:
+        names.append(base)
+    return names
+
+
+def compile_grammar(
+    tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: bool = True, max_calls: int = MAX_CALLS
+) -> str:
+    """The grammar: `answer` text, or up to `max_calls` calls separated by newlines.
+
+    A call is spelled in the model's format, in its tags or without them, or as a bare
+    JSON object (the near misses small models write): the parser reads them all, so what
+    a model means as a call becomes one, completed with a real function, target, action
+    and in-range values. An answer cannot begin like any of them.
+    """
+    if not tools:
         return f"root ::= answer\n{ANSWER_RULE}\n"
+    rules: dict[str, str] = {}
+    wrapped = []
+    spellings = [(fmt, fmt.wrappers)]
+    if fmt is not JSON_CALLS:
+        spellings.append((JSON_CALLS, (("", ""),)))
+    for index, (spelling, wrappers) in enumerate(spellings):
+        body = f"body{index}"
+        rules[body] = " | ".join(_tool_rules(tools, spelling, f"s{index}-", rules))
+        for opening, closing in wrappers:
+            parts = [*([gbnf_literal(opening)] if opening else []), body, *([gbnf_literal(closing)] if closing else [])]
+            wrapped.append(" ".join(parts))
     lines = [
         "root ::= answer | calls" if allow_text else "root ::= calls",
         f'calls ::= call ( "\\n" call ){{0,{max_calls - 1}}}',
-        "call ::= " + " | ".join(tool_rules),
+        "call ::= " + " | ".join(f"( {w} )" for w in wrapped),
         ANSWER_RULE,
     ]
     lines += [f"{name} ::= {body}" for name, body in rules.items()]

@@ -37,4 +37,4 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
             sentences.append(f"{change.get('name') or change['entity_id']}: {', '.join(parts)}.")
         if not changes:
             sentences.append(f"Done, {target} was already that way.")
-    return " ".join(sentences)
+    return " ".join(dict.fromkeys(sentences))  # the same failure twice is said once

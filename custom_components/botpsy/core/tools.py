@@ -44,6 +44,18 @@ SKIPPED_SERVICES = frozenset(
 )  # fmt: skip
 # Fields a small model should not be offered (advanced or unstructured).
 SKIPPED_FIELDS = frozenset({"transition", "flash", "profile", "entity_id", "code"})
+# Fields of which a service takes one at most (HA's vol.Exclusive groups, which service
+# descriptions do not state): the grammar offers one slot for each group.
+EXCLUSIVE_FIELDS = {
+    "light": {
+        **dict.fromkeys(("brightness", "brightness_pct", "brightness_step", "brightness_step_pct"), "brightness"),
+        **dict.fromkeys(
+            ("color_name", "hs_color", "xy_color", "rgb_color", "rgbw_color", "rgbww_color", "color_temp_kelvin",
+             "kelvin", "color_temp", "white"),
+            "color",
+        ),
+    },
+}  # fmt: skip
 # State selectors name an attribute; its possible values are in another attribute.
 _OPTION_LISTS = {
     "effect": "effect_list", "source": "source_list", "sound_mode": "sound_mode_list",
@@ -69,6 +81,8 @@ class Param:
     maximum: float | None = None
     options: tuple[str, ...] = ()
     unit: str | None = None
+    # Arguments of the same group exclude each other (EXCLUSIVE_FIELDS).
+    group: str | None = None
 
     def json_schema(self) -> dict[str, Any]:
         if self.type == "enum":
@@ -223,6 +237,8 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
             if spec.name in SKIPPED_FIELDS or not spec.applies_to(entity):
                 continue
             param = _param(spec, entity)
+            if param is not None and (group := EXCLUSIVE_FIELDS.get(service.domain, {}).get(spec.name)):
+                param = replace(param, group=group)
             if param is None:
                 usable = usable and not spec.required
                 continue
@@ -276,6 +292,56 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
             )
         )
     return tuple(tools)
+
+
+def home_vocabulary(entities: Iterable[Entity]) -> dict[str, tuple[str, ...]]:
+    """What the home's names are, by the argument that names them in other APIs' tools
+    (HA's intent tools: `name`, `area`, `floor`, and `player_name`, ...)."""
+    names = {n for e in entities for n in (e.name, *e.aliases)}
+    return {
+        "name": tuple(sorted(names)),
+        "area": tuple(sorted({e.area for e in entities if e.area})),
+        "floor": tuple(sorted({e.floor for e in entities if e.floor})),
+    }
+
+
+def _schema_param(
+    key: str, schema: Mapping[str, Any], required: bool, vocabulary: Mapping[str, tuple[str, ...]]
+) -> Param | None:
+    """`schema` (JSON schema) as a Param, or None if it cannot be written under a grammar."""
+    if "anyOf" in schema:  # the first alternative that can be written
+        options = (_schema_param(key, s, required, vocabulary) for s in schema["anyOf"])
+        return next((o for o in options if o is not None), None)
+    kind = schema.get("type")
+    if kind == "array":  # HA's domain and device_class lists: one value (HA wraps it)
+        return _schema_param(key, schema.get("items") or {}, required, vocabulary)
+    if schema.get("enum"):
+        return Param(key, "enum", required, options=tuple(str(o) for o in schema["enum"]))
+    if kind == "string":
+        # A device, area or floor is named by one of the home's names, never an invented one.
+        known = vocabulary.get(key.rpartition("_")[2])
+        return Param(key, "enum", required, options=known) if known else Param(key, "string", required)
+    if kind in ("integer", "number"):
+        return Param(key, kind, required, _bound(schema.get("minimum")), _bound(schema.get("maximum")))
+    if kind == "boolean":
+        return Param(key, "boolean", required)
+    return None
+
+
+def schema_tool(name: str, schema: Mapping[str, Any], vocabulary: Mapping[str, tuple[str, ...]]) -> Tool | None:
+    """Another API's tool (HA's Assist intents) from its JSON schema, for the grammar: typed
+    arguments, names from the home's `vocabulary`. None if a required argument cannot be
+    written under a grammar (then the output is not constrained)."""
+    required = set(schema.get("required") or ())
+    params = []
+    for key, spec in (schema.get("properties") or {}).items():
+        param = _schema_param(key, spec, key in required, vocabulary)
+        if param is None:
+            if key in required:
+                return None
+            continue
+        params.append(param)
+    return Tool(name=name, description="", arguments=tuple(params))
 
 
 GET_STATE = "get_state"

@@ -131,8 +131,14 @@ def validate_call(call: ToolCall, tools: Mapping[str, Tool]) -> ValidCall:
     for name in arguments:
         if name not in params:
             raise CallRejectedError(f"{tool.name} takes no argument {name!r} for {entity_id}")
+    groups: dict[str, list[str]] = {}
     for param in params.values():
         if param.required and param.name not in arguments:
             raise CallRejectedError(f"{tool.name} needs {param.name} for {entity_id}")
+        if param.group and param.name in arguments:
+            groups.setdefault(param.group, []).append(param.name)
+    for names in groups.values():
+        if len(names) > 1:
+            raise CallRejectedError(f"{tool.name} takes only one of {', '.join(names)}")
     data = {name: coerce(params[name], value) for name, value in arguments.items()}
     return ValidCall(tool, entity_id, data)
