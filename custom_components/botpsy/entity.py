@@ -58,7 +58,7 @@ from .core.formats import CallFormat, ParsedOutput, ToolCall, detect_format
 from .core.grammar import compile_grammar
 from .core.home import Home
 from .core.json_grammar import json_schema_grammar
-from .core.policy import is_confirmation, is_refusal, needs_confirmation
+from .core.policy import is_confirmation, is_question, is_refusal, needs_confirmation
 from .core.prompt import turn_text
 from .core.reply import describe
 from .core.shortlist import restrict, shortlist
@@ -154,12 +154,14 @@ class Toolbox:
         schema: dict[str, Any] = probatio.to_openapi(tool.parameters, custom_serializer=self.custom_serializer)
         return schema
 
-    def for_request(self, entity_ids: Sequence[str]) -> list[Tool]:
-        """Compiled tools restricted to the shortlisted entities (tools without targets stay).
+    def for_request(self, entity_ids: Sequence[str], *, read_only: bool = False) -> list[Tool]:
+        """Compiled tools restricted to the shortlisted entities (tools without targets stay),
+        only those that read if `read_only`.
 
         For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
         """
-        return [*restrict(self.compiled, entity_ids), *(t for t in self.compiled if not t.targets)]
+        tools = [*restrict(self.compiled, entity_ids), *(t for t in self.compiled if not t.targets)]
+        return [t for t in tools if t.read_only] if read_only else tools
 
     def schemas(self, tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
         """Every tool (or only `tools` of the compiled ones), in a fixed order and naming no
@@ -221,8 +223,10 @@ class BotPsyLLMEntity(Entity):
         entity_ids: Sequence[str],
         *,
         with_tools: bool,
+        read_only: bool = False,
     ) -> GenerateRequest:
-        """The request of one generation round (calls allowed only if `with_tools`).
+        """The request of one generation round (calls allowed only if `with_tools`, and only
+        BotPsy's reading ones if `read_only`).
 
         The prompt shows every tool in every round (a stable prefix); the grammar allows
         the shortlisted targets only, and no call at all when calls are not allowed. An
@@ -232,7 +236,7 @@ class BotPsyLLMEntity(Entity):
         template = self._engine.chat_template
         constrained = self._engine.supports_grammar and template is not None and toolbox.others_grammar is not None
         offered = bool(toolbox.compiled or toolbox.others) and (with_tools or constrained)
-        tools = toolbox.for_request(entity_ids) if with_tools else []
+        tools = toolbox.for_request(entity_ids, read_only=read_only) if with_tools else []
         schemas = toolbox.schemas() if offered else []
         if not self._fits(schemas):
             schemas = toolbox.schemas(tools)
@@ -451,11 +455,14 @@ class BotPsyLLMEntity(Entity):
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
         results: list[dict[str, Any]] = []
         ran: set[str] = set()  # every call run this turn: a repeat is not run again
+        question = is_question(utterance)
         for round_number in range(rounds + 1):
             failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]
             if round_number == rounds and failed:
                 break
-            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=round_number < rounds)
+            # A question, once something was read, is answered in words.
+            with_tools = round_number < rounds and not (question and results)
+            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=with_tools, read_only=question)
             # After a failed action, text is held back: it could claim what did not happen.
             # The last round allows no calls: those the model still writes are not run.
             turn = _Turn(
@@ -463,8 +470,10 @@ class BotPsyLLMEntity(Entity):
                 self.entry.runtime_data.stats,
                 stream_text=not failed,
                 hold=hold,
-                allow_calls=round_number < rounds,
+                allow_calls=with_tools,
                 ran=ran,
+                # Whatever the model writes, a question runs no action.
+                refuse=lambda call: question and _is_action(toolbox.compiled, call.name),
             )
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)
@@ -552,9 +561,11 @@ class _Turn:
         hold: Callable[[ToolCall], bool] = lambda _call: False,
         allow_calls: bool = True,
         ran: set[str] | None = None,
+        refuse: Callable[[ToolCall], bool] = lambda _call: False,
     ) -> None:
         self.fmt = fmt
         self._ran = ran if ran is not None else set()
+        self._refuse = refuse
         self.allow_calls = allow_calls
         self.stats = stats
         self.stream_text = stream_text
@@ -615,8 +626,8 @@ class _Turn:
             yield {"content": text[sent:limit]}
         calls: list[ToolCall] = []
         for call in self.parsed.calls + server_calls if self.allow_calls else []:
-            if (signature := json_dumps([call.name, call.arguments])) in self._ran:
-                continue  # the same call again (a small model's loop): its result is known
+            if (signature := json_dumps([call.name, call.arguments])) in self._ran or self._refuse(call):
+                continue  # the same call again (a small model's loop, its result is known), or not allowed
             self._ran.add(signature)
             (self.held if self._hold(call) else calls).append(call)
         if calls:

@@ -17,6 +17,7 @@ from .actions import async_run, live_state
 from .const import DOMAIN
 from .core.formats import ToolCall
 from .core.home import Home
+from .core.prompt import tool_examples
 from .core.shortlist import find_entities
 from .core.tools import FIND_ENTITIES, GET_AREA_STATE, Tool, compile_tools
 from .core.validate import CallRejectedError, validate_call
@@ -81,7 +82,9 @@ class BotPsyAPI(llm.API):
         for tool in compile_tools(home):
             functions.setdefault(tool.name, []).append(tool)
         tools: list[llm.Tool] = [CompiledTool(tuple(group), home) for group in functions.values()]
-        return BotPsyAPIInstance(api=self, api_prompt=API_PROMPT, llm_context=llm_context, tools=tools, home=home)
+        examples = tool_examples([t for group in functions.values() for t in group], home)
+        prompt = "\n".join([API_PROMPT, "Examples:", *examples]) if examples else API_PROMPT
+        return BotPsyAPIInstance(api=self, api_prompt=prompt, llm_context=llm_context, tools=tools, home=home)
 
 
 @dataclass

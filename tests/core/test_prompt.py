@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from custom_components.botpsy.core.home import Entity
-from custom_components.botpsy.core.prompt import device_line, turn_text
+from custom_components.botpsy.core.prompt import device_line, tool_examples, turn_text
 
 
 def test_a_device_line_drops_what_it_would_repeat() -> None:
@@ -39,3 +39,22 @@ def test_turn_text_puts_clock_and_devices_before_the_request() -> None:
         '{"entity_id":"light.desk","state":"off"}\n\nRequest: Turn on the desk'
     )
     assert turn_text("", [], "Hello") == "Hello"
+
+
+def test_examples_use_the_homes_own_devices_and_only_arguments_they_take() -> None:
+    from custom_components.botpsy.core.tools import compile_tools
+
+    from .sample_home import sample_home
+
+    home = sample_home()
+    lines = tool_examples(compile_tools(home), home)
+    dim = next(line for line in lines if line.startswith("dim "))
+    # The first light that can dim (the hallway light cannot).
+    assert dim.startswith("dim Desk lamp to 30% -> ")
+    call = json.loads(dim.partition(" -> ")[2])
+    assert call == {
+        "name": "light",
+        "arguments": {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 30},
+    }
+    assert all(" -> " in line for line in lines)
+    assert tool_examples(compile_tools(home), type(home)((), ())) == []

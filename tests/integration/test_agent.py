@@ -303,7 +303,7 @@ async def test_a_model_that_only_keeps_calling_gets_an_honest_end(hass: HomeAssi
         for e in ("light.bed_light", "light.ceiling_lights", "light.kitchen_lights", "lock.front_door")
     ]
     engine = script(agent, *reads)
-    speech, conversation_id = await ask(hass, "What about the bed light?")
+    speech, conversation_id = await ask(hass, "Check on the bed light")
     assert speech == "Sorry, I could not finish that request."
     assert len(engine.requests) == 4
     # The last round keeps the tools in the prompt (its cached prefix), but its grammar allows text only.
@@ -320,3 +320,21 @@ async def test_a_repeated_call_is_not_run_again(hass: HomeAssistant, agent: Mock
     assert len(tool_results(hass, conversation_id)) == 1
     assert len(engine.requests) == 2
     assert speech == "Sorry, I could not finish that request."
+
+
+async def test_a_question_never_acts(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Asked whether a light is on, a model that switches it is not obeyed; it may read."""
+    switch_on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
+    engine = script(agent, switch_on, switch_on)
+    before = hass.states.get("light.bed_light").state  # type: ignore[union-attr]
+    speech, conversation_id = await ask(hass, "Is the bed light on?")
+    assert hass.states.get("light.bed_light").state == before  # type: ignore[union-attr]
+    assert tool_results(hass, conversation_id) == []
+    assert "light-turn-on" not in (engine.requests[0].grammar or "")
+    assert "get-state" in (engine.requests[0].grammar or "")
+    assert speech == "Sorry, I could not finish that request."
+    read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
+    engine = script(agent, read, "The bed light is off.")
+    speech, conversation_id = await ask(hass, "Is the bed light on?")
+    assert speech == "The bed light is off."
+    assert engine.requests[1].grammar is not None and "calls" not in engine.requests[1].grammar

@@ -48,3 +48,16 @@ def is_confirmation(text: str) -> bool:
 
 def is_refusal(text: str) -> bool:
     return bool(_NO.match(text))
+
+
+# A question asks; it does not ask for an action ("is the light on?" must not switch it).
+# "Can you / do you ..." are requests in question form, and act.
+_QUESTION = re.compile(
+    r"^\s*(what|what's|whats|how|how's|is|are|was|were|does|did|which|who|when|where|why|has|have)\b(?!\s+you\b)",
+    re.IGNORECASE,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether the request is a question: answered from states and read tools, never by an action."""
+    return bool(_QUESTION.match(text))

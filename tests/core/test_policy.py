@@ -1,0 +1,50 @@
+"""The action policy: which requests may act at all, and which actions wait for a yes."""
+
+from __future__ import annotations
+
+import pytest
+
+from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.policy import is_confirmation, is_question, is_refusal, needs_confirmation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is the kitchen light on?",
+        "what's the temperature in here",
+        "How warm is it?",
+        "Are the blinds open",
+        "which lights are on",
+    ],
+)
+def test_questions_are_questions(text: str) -> None:
+    assert is_question(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Turn on the light",
+        "Can you turn on the light?",
+        "Do you mind closing the blinds?",
+        "island lights on",
+    ],
+)
+def test_requests_are_not_questions(text: str) -> None:
+    assert not is_question(text)
+
+
+def test_confirmation_answers() -> None:
+    assert is_confirmation("Yes please") and is_confirmation("ok")
+    assert not is_confirmation("yesterday's news")
+    assert is_refusal("no, leave it") and not is_refusal("nobody home")
+
+
+def test_entry_devices_need_confirmation() -> None:
+    garage = Entity("cover.garage", "Garage", device_class="garage")
+    blind = Entity("cover.blind", "Blind", device_class="blind")
+    assert needs_confirmation("cover", "open_cover", garage)
+    assert not needs_confirmation("cover", "close_cover", garage)
+    assert not needs_confirmation("cover", "open_cover", blind)
+    assert needs_confirmation("lock", "unlock", None)
