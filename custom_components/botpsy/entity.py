@@ -60,7 +60,7 @@ from .core.home import Home
 from .core.json_grammar import json_schema_grammar
 from .core.policy import is_confirmation, is_question, is_refusal, needs_confirmation
 from .core.prompt import turn_text
-from .core.reply import describe
+from .core.reply import describe, describe_states
 from .core.shortlist import restrict, shortlist
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .core.validate import CallRejectedError, validate_call
@@ -460,7 +460,10 @@ class BotPsyLLMEntity(Entity):
             failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]
             if round_number == rounds and failed:
                 break
-            # A question, once something was read, is answered in words.
+            # A question, once something was read, is answered with what was read.
+            if question and (facts := describe_states(results)):
+                await self._async_say(chat_log, facts)
+                return
             with_tools = round_number < rounds and not (question and results)
             request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=with_tools, read_only=question)
             # After a failed action, text is held back: it could claim what did not happen.

@@ -94,12 +94,13 @@ async def test_rejected_call_is_repaired_in_the_next_round(hass: HomeAssistant, 
 
 async def test_state_question_reads_then_answers(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     read = XML.render(ToolCall("get_state", {"entity_id": "sensor.outside_temperature"}))
-    engine = script(agent, read, "It is 15.6 °C outside.")
+    engine = script(agent, read, "It is 99 °C outside.")
     speech, _conversation_id = await ask(hass, "How warm is it outside?")
-    assert speech == "It is 15.6 °C outside."
     outside = hass.states.get("sensor.outside_temperature")
     assert outside is not None
-    assert f'"state":"{outside.state}"' in (engine.requests[1].prompt or "")
+    # The answer is what was read (a second model round could get the number wrong).
+    assert speech == f"{outside.name} is {outside.state} {outside.attributes['unit_of_measurement']}."
+    assert len(engine.requests) == 1
 
 
 async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -316,7 +317,7 @@ async def test_a_repeated_call_is_not_run_again(hass: HomeAssistant, agent: Mock
     """A small model that loops on one call: its result is known, the loop ends."""
     read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
     engine = script(agent, read + "\n" + read, read, "unused")
-    speech, conversation_id = await ask(hass, "What about the bed light?")
+    speech, conversation_id = await ask(hass, "Check on the bed light")
     assert len(tool_results(hass, conversation_id)) == 1
     assert len(engine.requests) == 2
     assert speech == "Sorry, I could not finish that request."
@@ -334,7 +335,8 @@ async def test_a_question_never_acts(hass: HomeAssistant, agent: MockConfigEntry
     assert "get-state" in (engine.requests[0].grammar or "")
     assert speech == "Sorry, I could not finish that request."
     read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
-    engine = script(agent, read, "The bed light is off.")
+    engine = script(agent, read, "The bed light is on.")
     speech, conversation_id = await ask(hass, "Is the bed light on?")
-    assert speech == "The bed light is off."
-    assert engine.requests[1].grammar is not None and "calls" not in engine.requests[1].grammar
+    # Answered with what was read, not with what the model might make of it.
+    assert speech == "Bed Light is off."
+    assert len(engine.requests) == 1

@@ -38,3 +38,41 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
         if not changes:
             sentences.append(f"Done, {target} was already that way.")
     return " ".join(dict.fromkeys(sentences))  # the same failure twice is said once
+
+
+# Attributes a question about a device is usually about, as people say them.
+_FACTS = {
+    "current_temperature": "current temperature",
+    "temperature": "target temperature",
+    "current_position": "position",
+    "brightness": "brightness",
+    "percentage": "speed",
+    "volume_level": "volume",
+    "media_title": "playing",
+    "hvac_mode": "mode",
+}
+
+
+def describe_states(results: Sequence[Mapping[str, Any]]) -> str:
+    """The facts read for a question, a sentence per device: read from HA, never made up."""
+    states = [r["state"] for r in results if isinstance(r.get("state"), Mapping)]
+    states += [s for r in results for s in r.get("entities") or () if isinstance(s, Mapping) and "state" in s]
+    sentences = []
+    for state in states:
+        unit = f" {state['unit_of_measurement']}" if state.get("unit_of_measurement") else ""
+        facts = [
+            f"{label} {_attribute_value(key, state[key])}"
+            for key, label in _FACTS.items()
+            if state.get(key) is not None
+        ]
+        text = f"{state.get('name') or state.get('entity_id')} is {state.get('state')}{unit}"
+        sentences.append(f"{text}, {', '.join(facts)}." if facts else f"{text}.")
+    return " ".join(dict.fromkeys(sentences))
+
+
+def _attribute_value(name: str, value: Any) -> str:
+    if name == "brightness":
+        return f"{round(value * 100 / 255)} %"
+    if name == "volume_level":
+        return f"{round(value * 100)} %"
+    return str(value)

@@ -1,0 +1,20 @@
+"""Replies built from results: what changed, and what was read for a question."""
+
+from __future__ import annotations
+
+from custom_components.botpsy.core.reply import describe, describe_states
+
+
+def test_a_question_is_answered_with_what_was_read() -> None:
+    thermostat = {"entity_id": "climate.living", "name": "Thermostat", "state": "heat", "current_temperature": 68.0}
+    sensor = {"entity_id": "sensor.out", "name": "Outside", "state": "3.5", "unit_of_measurement": "°C"}
+    area = {"name": "get_area_state", "entities": [sensor, {"entity_id": "light.x", "state": "on", "brightness": 128}]}
+    assert describe_states([{"name": "get_state", "state": thermostat}, area]) == (
+        "Thermostat is heat, current temperature 68.0. Outside is 3.5 °C. light.x is on, brightness 50 %."
+    )
+    assert describe_states([{"name": "find_entities", "entities": [{"entity_id": "light.x"}]}]) == ""
+
+
+def test_the_same_failure_is_said_once() -> None:
+    failed = {"name": "light", "arguments": {"entity_id": "light.x"}, "error": "no"}
+    assert describe([failed, failed]) == "I did not change light.x: no."
