@@ -61,6 +61,7 @@ from .core.json_grammar import json_schema_grammar
 from .core.policy import is_confirmation, is_question, is_refusal, needs_confirmation
 from .core.prompt import turn_text
 from .core.reply import describe, describe_states
+from .core.requested import NAMES_NOTHING, Named, named_in
 from .core.shortlist import restrict, shortlist
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .core.validate import CallRejectedError, validate_call
@@ -154,14 +155,34 @@ class Toolbox:
         schema: dict[str, Any] = probatio.to_openapi(tool.parameters, custom_serializer=self.custom_serializer)
         return schema
 
-    def for_request(self, entity_ids: Sequence[str], *, read_only: bool = False) -> list[Tool]:
-        """Compiled tools restricted to the shortlisted entities (tools without targets stay),
-        only those that read if `read_only`.
+    def for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
+        """Compiled tools restricted to the shortlisted entities, and for actions to those
+        that fit what the request names (tools without targets stay); only those that read
+        if `read_only`.
 
         For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
         """
-        tools = [*restrict(self.compiled, entity_ids), *(t for t in self.compiled if not t.targets)]
-        return [t for t in tools if t.read_only] if read_only else tools
+        fitting = [e for e in entity_ids if (entity := self.home.entity(e)) is None or named.fits(entity)]
+        tools = [
+            *(t for t in restrict(self.compiled, entity_ids) if t.read_only),
+            *(t for t in restrict(self.compiled, fitting) if not t.read_only and not read_only),
+            *(t for t in self.compiled if not t.targets),
+        ]
+        order = {t.key: i for i, t in enumerate(self.compiled)}
+        return sorted(tools, key=lambda t: order[t.key])
+
+    def unfit(self, call: ToolCall, named: Named) -> bool:
+        """Whether `call` acts on a device that does not fit what the request names."""
+        entity = self.home.entity(str(call.arguments.get("entity_id")))
+        return _is_action(self.compiled, call.name) and entity is not None and not named.fits(entity)
+
+    def nothing_fits(self, named: Named) -> bool:
+        """Whether the request names an area, floor or kind of device, and no device that
+        BotPsy can act on fits it."""
+        if not (named.areas or named.floors or named.kinds) or not self.compiled:
+            return False
+        actionable = {e for t in self.compiled if not t.read_only for e in t.targets}
+        return not any(named.fits(e) for e in self.home.entities if e.entity_id in actionable)
 
     def schemas(self, tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
         """Every tool (or only `tools` of the compiled ones), in a fixed order and naming no
@@ -224,6 +245,7 @@ class BotPsyLLMEntity(Entity):
         *,
         with_tools: bool,
         read_only: bool = False,
+        named: Named = NAMES_NOTHING,
     ) -> GenerateRequest:
         """The request of one generation round (calls allowed only if `with_tools`, and only
         BotPsy's reading ones if `read_only`).
@@ -236,7 +258,7 @@ class BotPsyLLMEntity(Entity):
         template = self._engine.chat_template
         constrained = self._engine.supports_grammar and template is not None and toolbox.others_grammar is not None
         offered = bool(toolbox.compiled or toolbox.others) and (with_tools or constrained)
-        tools = toolbox.for_request(entity_ids, read_only=read_only) if with_tools else []
+        tools = toolbox.for_request(entity_ids, named, read_only=read_only) if with_tools else []
         schemas = toolbox.schemas() if offered else []
         if not self._fits(schemas):
             schemas = toolbox.schemas(tools)
@@ -355,7 +377,8 @@ class BotPsyLLMEntity(Entity):
             template = self._engine.chat_template
             fmt = detect_format(template.source if template else None)
             entity_ids = shortlist(toolbox.home.entities, text)
-            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=True)
+            named = named_in(text, toolbox.home.entities)
+            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=True, named=named)
             output = ""
             try:
                 async for event in self._engine.generate(request):
@@ -456,6 +479,10 @@ class BotPsyLLMEntity(Entity):
         results: list[dict[str, Any]] = []
         ran: set[str] = set()  # every call run this turn: a repeat is not run again
         question = is_question(utterance)
+        named = named_in(utterance, toolbox.home.entities)
+        if not question and toolbox.nothing_fits(named):
+            await self._async_say(chat_log, f"I found no {named.describe()} that I can control, so I did nothing.")
+            return
         for round_number in range(rounds + 1):
             failed = [r for r in results if r.get("error") and _is_action(toolbox.compiled, r["name"])]
             if round_number == rounds and failed:
@@ -465,7 +492,9 @@ class BotPsyLLMEntity(Entity):
                 await self._async_say(chat_log, facts)
                 return
             with_tools = round_number < rounds and not (question and results)
-            request = self._round(chat_log, toolbox, fmt, entity_ids, with_tools=with_tools, read_only=question)
+            request = self._round(
+                chat_log, toolbox, fmt, entity_ids, with_tools=with_tools, read_only=question, named=named
+            )
             # After a failed action, text is held back: it could claim what did not happen.
             # The last round allows no calls: those the model still writes are not run.
             turn = _Turn(
@@ -475,8 +504,10 @@ class BotPsyLLMEntity(Entity):
                 hold=hold,
                 allow_calls=with_tools,
                 ran=ran,
-                # Whatever the model writes, a question runs no action.
-                refuse=lambda call: question and _is_action(toolbox.compiled, call.name),
+                # Whatever the model writes, a question runs no action,
+                # and no action on a device that does not fit what the request names.
+                refuse=lambda call: (question and _is_action(toolbox.compiled, call.name))
+                or toolbox.unfit(call, named),
             )
             async for content in chat_log.async_add_delta_content_stream(
                 self.entity_id, turn.stream(self._engine, request)

@@ -340,3 +340,18 @@ async def test_a_question_never_acts(hass: HomeAssistant, agent: MockConfigEntry
     # Answered with what was read, not with what the model might make of it.
     assert speech == "Bed Light is off."
     assert len(engine.requests) == 1
+
+
+async def test_a_device_the_home_lacks_is_not_replaced_by_another(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Asked for a kind of device the home does not have, the agent says so, asks no
+    model, and acts on nothing; a model that names another kind is not obeyed."""
+    engine = script(agent)
+    before = device_states(hass)
+    speech, _conversation_id = await ask(hass, "Sound the alarm")
+    assert speech == "I found no alarm that I can control, so I did nothing."
+    assert engine.requests == [] and device_states(hass) == before
+    wrong_kind = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    engine = script(agent, wrong_kind)
+    speech, conversation_id = await ask(hass, "Close the front door lock")
+    assert "light.kitchen_lights" not in (engine.requests[0].grammar or "")
+    assert tool_results(hass, conversation_id) == [] and device_states(hass) == before

@@ -1,0 +1,117 @@
+"""What a request names (devices, areas, floors, kinds of device), and which devices fit it.
+
+A small model asked for a device the home lacks acts on some other device: "turn on the
+kitchen fan" switches the living room's fan, "open the kitchen windows" a kitchen light.
+A device may be the target of an action only if it fits what the request names: named
+itself (by name or alias), or in the named area or floor and of the named kind. The
+grammar admits only fitting targets, and a request whose area and kind no device fits is
+answered so, without the model (English kind words; names and areas in any language).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+import re
+
+from .home import Entity
+
+
+def _cover(*classes: str) -> Callable[[Entity], bool]:
+    """A cover of one of `classes`, or of no class (which could be any)."""
+    return lambda e: e.domain == "cover" and e.device_class in (*classes, None)
+
+
+def _domains(*domains: str) -> Callable[[Entity], bool]:
+    return lambda e: e.domain in domains
+
+
+# Nouns that name a kind of device, and the devices of that kind.
+KINDS: dict[str, Callable[[Entity], bool]] = {
+    "light": lambda e: e.domain == "light" or (e.domain == "switch" and bool(re.search(r"light|lamp", e.name, re.I))),
+    "lamp": lambda e: e.domain == "light" or (e.domain == "switch" and bool(re.search(r"light|lamp", e.name, re.I))),
+    "fan": _domains("fan"),
+    "blind": _cover("blind", "shade"),
+    "shade": _cover("blind", "shade"),
+    "curtain": _cover("curtain"),
+    "shutter": _cover("shutter"),
+    "awning": _cover("awning"),
+    "window": _cover("window"),
+    "garage door": _cover("garage"),
+    "gate": lambda e: _cover("gate")(e) or e.domain == "lock",
+    "door": lambda e: _cover("door", "garage", "gate")(e) or e.domain == "lock",
+    "lock": _domains("lock"),
+    "thermostat": _domains("climate", "water_heater"),
+    "temperature": _domains("climate", "water_heater"),
+    "heating": _domains("climate", "water_heater"),
+    "tv": _domains("media_player"),
+    "television": _domains("media_player"),
+    "speaker": _domains("media_player"),
+    "music": _domains("media_player"),
+    "song": _domains("media_player"),
+    "volume": _domains("media_player"),
+    "vacuum": _domains("vacuum"),
+    "valve": _domains("valve"),
+    "sprinkler": _domains("valve", "switch"),
+    "alarm": _domains("alarm_control_panel"),
+}
+_SYNONYMS = {"temp": "temperature", "bulb": "light", "drape": "curtain", "telly": "tv", "hoover": "vacuum"}
+
+
+def _mentions(text: str, phrase: str) -> bool:
+    """Whether `text` names `phrase` as words (an 's' plural too)."""
+    return bool(phrase) and re.search(rf"\b{re.escape(phrase.lower())}s?\b", text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """What a request names."""
+
+    entity_ids: frozenset[str]
+    areas: frozenset[str]
+    floors: frozenset[str]
+    kinds: tuple[str, ...]
+
+    def fits(self, entity: Entity) -> bool:
+        """Whether `entity` can be what the request means."""
+        if entity.entity_id in self.entity_ids:
+            return True
+        if not (self.areas or self.floors or self.kinds):
+            return not self.entity_ids  # only the devices named, if any are
+        if (self.areas or self.floors) and not (
+            entity.area in self.areas
+            or entity.floor in self.floors
+            or any(_mentions(entity.name.lower(), a.lower()) for a in self.areas)
+        ):
+            return False
+        return not self.kinds or any(KINDS[k](entity) for k in self.kinds)
+
+    def describe(self) -> str:
+        """What was asked for, for a reply that nothing fits ("fan in the Kitchen")."""
+        kind = self.kinds[0] if self.kinds else "device"
+        places = sorted(self.areas | self.floors)
+        return f"{kind} in the {' or '.join(places)}" if places else kind
+
+
+def named_in(request: str, entities: Iterable[Entity]) -> Named:
+    """The devices, areas, floors and kinds `request` names."""
+    text = request.lower()
+    for word, kind in _SYNONYMS.items():
+        text = re.sub(rf"\b{word}s?\b", kind, text)
+    entities = tuple(entities)
+    named = frozenset(e.entity_id for e in entities if any(_mentions(text, n.lower()) for n in (e.name, *e.aliases)))
+    areas = frozenset(a for a in {e.area for e in entities if e.area} if _mentions(text, a.lower()))
+    floors = frozenset(f for f in {e.floor for e in entities if e.floor} if _mentions(text, f.lower()))
+    # The longest kind first ("garage door" before "door"); a kind named only as part of
+    # a named device's name or area ("Kitchen Light Switch") is that device's, not asked for.
+    kinds: list[str] = []
+    for kind in sorted(KINDS, key=len, reverse=True):
+        if _mentions(text, kind) and not any(kind in k for k in kinds):
+            kinds.append(kind)
+    # An area named only inside a kind ("garage door", with a Garage area) is not asked for.
+    areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
+    return Named(named, areas, floors, tuple(kinds))
+
+
+# A request that names nothing: every device fits.
+NAMES_NOTHING = Named(frozenset(), frozenset(), frozenset(), ())

@@ -1,0 +1,55 @@
+"""What a request names, and which devices fit it: never an action on a device of
+another kind or in another area than the one named."""
+
+from __future__ import annotations
+
+import pytest
+
+from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.requested import NAMES_NOTHING, named_in
+
+HOME = (
+    Entity("fan.ceiling", "Ceiling Fan", area="Living Room"),
+    Entity("light.kitchen_cabinets", "Kitchen cabinets", area="Kitchen"),
+    Entity("light.garage", "Garage Light", area="Garage"),
+    Entity("lock.back_door", "Back Door", area="Entrance"),
+    Entity("cover.bedroom", "Bedroom Curtain", area="Bedroom", device_class="curtain"),
+    Entity("cover.garage_door", "Big door", aliases=("roller",), device_class="garage"),
+    Entity("switch.lamp", "Reading lamp plug", area="Office"),
+    Entity("climate.office", "Office Thermostat", area="Office"),
+    Entity("media_player.tv", "TV", area="Living Room"),
+)
+
+
+def fitting(request: str) -> list[str]:
+    named = named_in(request, HOME)
+    return [e.entity_id for e in HOME if named.fits(e)]
+
+
+@pytest.mark.parametrize(
+    ("request_", "fit"),
+    [
+        ("turn on the kitchen fan", []),  # the home's fan is in the living room
+        ("open the kitchen windows", []),
+        ("close the blinds in the bedroom", []),  # a curtain is not a blind
+        ("set the bedroom temp to 20 degrees", []),
+        ("close the garage door", ["cover.garage_door"]),  # of its kind, though in no area
+        ("turn on the living room fan", ["fan.ceiling"]),
+        ("open the roller", ["cover.garage_door"]),  # by alias
+        ("turn off the lamps in the office", ["switch.lamp"]),
+        ("set the thermostat to 21", ["climate.office"]),
+        ("pause the TV", ["media_player.tv"]),
+    ],
+)
+def test_only_devices_that_fit_the_request(request_: str, fit: list[str]) -> None:
+    assert fitting(request_) == fit
+
+
+def test_a_request_that_names_nothing_fits_everything() -> None:
+    assert fitting("turn it off") == [e.entity_id for e in HOME]
+    assert all(NAMES_NOTHING.fits(e) for e in HOME)
+
+
+def test_what_was_asked_for_is_said() -> None:
+    assert named_in("turn on the kitchen fan", HOME).describe() == "fan in the Kitchen"
+    assert named_in("open the windows", HOME).describe() == "window"
