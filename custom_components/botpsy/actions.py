@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from homeassistant.auth.permissions.const import POLICY_CONTROL
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
 from homeassistant.components.homeassistant.exposed_entities import async_should_expose
+from homeassistant.components.media_player.browse_media import SearchMedia
 from homeassistant.core import (
     Context,
     Event,
@@ -29,7 +30,7 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.event import async_track_state_change_event, async_track_state_report_event
 import probatio
 
-from .core.tools import GET_STATE
+from .core.tools import GET_STATE, MEDIA_QUERY, SEARCH_AND_PLAY
 from .core.validate import CallRejectedError, ValidCall
 
 # Fired for every call BotPsy runs (who asked, what, the result), for automations.
@@ -80,6 +81,28 @@ def live_state(hass: HomeAssistant, entity_id: str) -> dict[str, Any] | None:
     return {"entity_id": entity_id, "name": state.name, "state": state.state, **_reported(state)}
 
 
+async def _async_call_service(hass: HomeAssistant, call: ValidCall, context: Context) -> None:
+    """The call's service; "play X" searches the player's media and plays the first find."""
+    if call.tool.service != SEARCH_AND_PLAY or MEDIA_QUERY not in call.data:
+        await hass.services.async_call(
+            call.domain, call.tool.service, call.service_data, blocking=True, context=context
+        )
+        return
+    query = {"entity_id": call.entity_id, "search_query": call.data[MEDIA_QUERY]}
+    response = await hass.services.async_call(
+        call.domain, "search_media", query, blocking=True, context=context, return_response=True
+    )
+    # Each player's SearchMedia (its `result`: BrowseMedia items), as HA's own media tool reads it.
+    found: SearchMedia | None = cast(dict[str, SearchMedia], response or {}).get(call.entity_id)
+    first = next((item for item in found.result if item.can_play), None) if found else None
+    if first is None:
+        raise HomeAssistantError(f"nothing found for {call.data[MEDIA_QUERY]!r}")
+    media = {"media_content_id": first.media_content_id, "media_content_type": first.media_content_type}
+    await hass.services.async_call(
+        call.domain, "play_media", {"entity_id": call.entity_id, **media}, blocking=True, context=context
+    )
+
+
 def _change(old: State, new: State | None) -> StateChange | None:
     before, after = _reported(old), _reported(new) if new else {}
     attributes = {
@@ -103,6 +126,10 @@ async def async_check(hass: HomeAssistant, call: ValidCall, context: Context) ->
         user = await hass.auth.async_get_user(context.user_id)
         if user is None or not user.permissions.check_entity(entity_id, POLICY_CONTROL):
             raise CallRejectedError(f"the user is not allowed to control {entity_id}")
+    if call.tool.service == SEARCH_AND_PLAY and MEDIA_QUERY in call.data:
+        if not hass.services.has_service(call.domain, "search_media"):
+            raise CallRejectedError(f"the service {call.domain}.search_media is not available")
+        return
     service = hass.services.async_services_for_domain(call.domain).get(call.tool.service)
     if service is None:
         raise CallRejectedError(f"the service {call.domain}.{call.tool.service} is not available")
@@ -139,9 +166,7 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
         async_track_state_report_event(hass, [call.entity_id], state_written),
     )
     try:
-        await hass.services.async_call(
-            call.domain, call.tool.service, call.service_data, blocking=True, context=context
-        )
+        await _async_call_service(hass, call, context)
         # Many devices report their new state a moment after the service returns.
         if not changed.is_set():
             with contextlib.suppress(TimeoutError):

@@ -113,3 +113,21 @@ def test_prompt_prefix_stays_small_and_stable(count: int) -> None:
     # States and the entities' order do not change it.
     changed = [replace(e, state="on") for e in reversed(home.entities)]
     assert prompt_prefix(Home(tuple(changed), home.services)) == prefix
+
+
+def test_players_that_search_get_one_play_action() -> None:
+    """'Play X on Y' is one call: the player's search, then its first find played."""
+    from custom_components.botpsy.core.home import Entity, ServiceSpec
+    from custom_components.botpsy.core.tools import MEDIA_QUERY, SEARCH_AND_PLAY
+
+    home = sample_home()
+    searching = Entity("media_player.kitchen", "Kitchen speaker", "idle", supported_features=512 | 4194304)
+    services = (*home.services, ServiceSpec("media_player", "play_media"), ServiceSpec("media_player", "search_media"))
+    tools = compile_tools(replace(home, entities=(*home.entities, searching), services=services))
+    play = next(t for t in tools if t.service == SEARCH_AND_PLAY)
+    assert (play.name, list(play.targets)) == ("media_player", ["media_player.kitchen"])  # not the TV: it cannot search
+    assert [p.name for p in play.targets["media_player.kitchen"]] == [MEDIA_QUERY]
+    # Without HA's search service there is nothing to search with.
+    assert not any(
+        t.service == SEARCH_AND_PLAY for t in compile_tools(replace(home, entities=(*home.entities, searching)))
+    )

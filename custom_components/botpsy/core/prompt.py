@@ -46,6 +46,7 @@ _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "media_pause"): (("pause {name}", {}),),
     ("media_player", "volume_set"): (("set the volume of {name} to 40%", {"volume_level": 0.4}),),
     ("media_player", "volume_mute"): (("mute {name}", {"is_volume_muted": True}),),
+    ("media_player", "play_media"): (("play some jazz on {name}", {"media": "jazz"}),),
     ("light", "turn_on"): (("turn on {name}", {}), ("dim {name} to 30%", {"brightness_pct": 30})),
     ("cover", "set_cover_position"): (("open {name} halfway", {"position": 50}),),
     ("valve", "set_valve_position"): (("open {name} to 20%", {"position": 20}),),

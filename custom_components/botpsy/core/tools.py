@@ -255,6 +255,25 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
     )
 
 
+# "Play X on Y": one action that searches the player's media and plays the first find, as
+# HA's HassMediaSearchAndPlay does (search_media and play_media are not offered alone).
+SEARCH_AND_PLAY = "play_media"
+MEDIA_QUERY = "media"
+_SEARCHES_AND_PLAYS = 512 | 4194304  # MediaPlayerEntityFeature.PLAY_MEDIA | SEARCH_MEDIA
+
+
+def _search_and_play_tool(home: Home, entities: Sequence[Entity]) -> Tool | None:
+    if not {"search_media", "play_media"} <= {s.service for s in home.services if s.domain == "media_player"}:
+        return None
+    targets = {
+        e.entity_id: (Param(MEDIA_QUERY, "string", required=True),)
+        for e in entities
+        if e.domain == "media_player" and e.supported_features & _SEARCHES_AND_PLAYS == _SEARCHES_AND_PLAYS
+    }
+    description = "Find and play a song, artist, album or show"
+    return Tool("media_player", description, SEARCH_AND_PLAY, targets) if targets else None
+
+
 def compile_tools(home: Home) -> tuple[Tool, ...]:
     """Device-control tools for the exposed entities, plus the read-only state and search tools."""
     entities = sorted(home.entities, key=lambda e: e.entity_id)
@@ -264,6 +283,8 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
             continue
         if (tool := _service_tool(service, entities)) is not None:
             tools.append(tool)
+    if (play := _search_and_play_tool(home, entities)) is not None:
+        tools = sorted([*tools, play], key=lambda t: (t.name, t.service))
     if entities:
         tools.append(
             Tool(
