@@ -88,7 +88,8 @@ async def _async_call_service(hass: HomeAssistant, call: ValidCall, context: Con
             call.domain, call.tool.service, call.service_data, blocking=True, context=context
         )
         return
-    query = {"entity_id": call.entity_id, "search_query": call.data[MEDIA_QUERY]}
+    # Small models write titles like entity ids ("bohemian_rhapsody"): search the words.
+    query = {"entity_id": call.entity_id, "search_query": str(call.data[MEDIA_QUERY]).replace("_", " ")}
     response = await hass.services.async_call(
         call.domain, "search_media", query, blocking=True, context=context, return_response=True
     )

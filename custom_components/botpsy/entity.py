@@ -26,7 +26,13 @@ from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import HomeAssistantError
-from homeassistant.helpers import chat_session, device_registry as dr, llm, template as ha_template
+from homeassistant.helpers import (
+    area_registry as ar,
+    chat_session,
+    device_registry as dr,
+    llm,
+    template as ha_template,
+)
 from homeassistant.helpers.entity import Entity
 from homeassistant.helpers.json import json_dumps
 import probatio
@@ -156,16 +162,14 @@ class Toolbox:
         return schema
 
     def for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
-        """Compiled tools restricted to the shortlisted entities, and for actions to those
-        that fit what the request names (tools without targets stay); only those that read
-        if `read_only`.
+        """Compiled tools restricted to the shortlisted entities that fit what the request
+        names (tools without targets stay); only those that read if `read_only`.
 
         For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
         """
         fitting = [e for e in entity_ids if (entity := self.home.entity(e)) is None or named.fits(entity)]
         tools = [
-            *(t for t in restrict(self.compiled, entity_ids) if t.read_only),
-            *(t for t in restrict(self.compiled, fitting) if not t.read_only and not read_only),
+            *(t for t in restrict(self.compiled, fitting) if t.read_only or not read_only),
             *(t for t in self.compiled if not t.targets),
         ]
         order = {t.key: i for i, t in enumerate(self.compiled)}
@@ -400,6 +404,13 @@ class BotPsyLLMEntity(Entity):
             plan.append({**step, "arguments": valid.arguments, "valid": True, "needs_confirmation": risky})
         return plan
 
+    def _area_of_device(self, chat_log: conversation.ChatLog) -> str | None:
+        """The area of the device that heard the request (a voice satellite): "here"."""
+        device_id = chat_log.llm_api.llm_context.device_id if chat_log.llm_api else None
+        device = dr.async_get(self.hass).async_get(device_id) if device_id else None
+        area = ar.async_get(self.hass).async_get_area(device.area_id) if device and device.area_id else None
+        return area.name if area else None
+
     def _hold_rule(self, toolbox: Toolbox) -> Callable[[ToolCall], bool]:
         """Which calls wait for the user's confirmation (valid, high-impact ones)."""
         if not self.subentry.data.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY):
@@ -479,7 +490,11 @@ class BotPsyLLMEntity(Entity):
         results: list[dict[str, Any]] = []
         ran: set[str] = set()  # every call run this turn: a repeat is not run again
         question = is_question(utterance)
-        named = named_in(utterance, toolbox.home.entities)
+        here = self._area_of_device(chat_log)
+        named = named_in(utterance, toolbox.home.entities, here=here, recent=recent)
+        if named.domains == frozenset() and not named.entity_ids and earlier:
+            # Names nothing and points at nothing ("turn them off"): about the turns before.
+            named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         if not question and toolbox.nothing_fits(named):
             await self._async_say(chat_log, f"I found no {named.describe()} that I can control, so I did nothing.")
             return

@@ -45,11 +45,24 @@ def test_only_devices_that_fit_the_request(request_: str, fit: list[str]) -> Non
     assert fitting(request_) == fit
 
 
-def test_a_request_that_names_nothing_fits_everything() -> None:
-    assert fitting("turn it off") == [e.entity_id for e in HOME]
+def test_without_a_request_every_device_fits() -> None:
     assert all(NAMES_NOTHING.fits(e) for e in HOME)
 
 
 def test_what_was_asked_for_is_said() -> None:
     assert named_in("turn on the kitchen fan", HOME).describe() == "fan in the Kitchen"
     assert named_in("open the windows", HOME).describe() == "window"
+
+
+def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
+    assert fitting("unpause") == ["media_player.tv"]
+    assert fitting("it is too dark") == ["light.kitchen_cabinets", "light.garage"]
+    assert fitting("Good night") == fitting("start the dishwasher") == []
+    # A follow-up is about what the conversation acted on.
+    named = named_in("turn it off again", HOME, recent=["fan.ceiling"])
+    assert [e.entity_id for e in HOME if named.fits(e)] == ["fan.ceiling"]
+
+
+def test_here_is_the_area_of_the_device_that_heard_it() -> None:
+    named = named_in("what is the temperature in here?", HOME, here="Office")
+    assert [e.entity_id for e in HOME if named.fits(e)] == ["climate.office"]

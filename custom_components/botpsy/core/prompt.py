@@ -44,9 +44,12 @@ _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "media_previous_track"): (("play the previous song on {name}", {}),),
     ("media_player", "media_play"): (("resume {name}", {}),),
     ("media_player", "media_pause"): (("pause {name}", {}),),
-    ("media_player", "volume_set"): (("set the volume of {name} to 40%", {"volume_level": 0.4}),),
+    ("media_player", "volume_set"): (
+        ("set the volume of {name} to 40%", {"volume_level": 0.4}),
+        ("turn {name} down to 20%", {"volume_level": 0.2}),
+    ),
     ("media_player", "volume_mute"): (("mute {name}", {"is_volume_muted": True}),),
-    ("media_player", "play_media"): (("play some jazz on {name}", {"media": "jazz"}),),
+    ("media_player", "play_media"): (("play the album Kind of Blue on {name}", {"media": "Kind of Blue"}),),
     ("light", "turn_on"): (("turn on {name}", {}), ("dim {name} to 30%", {"brightness_pct": 30})),
     ("cover", "set_cover_position"): (("open {name} halfway", {"position": 50}),),
     ("valve", "set_valve_position"): (("open {name} to 20%", {"position": 20}),),
@@ -54,6 +57,7 @@ _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("fan", "set_percentage"): (("set {name} to 30%", {"percentage": 30}),),
     ("vacuum", "return_to_base"): (("send {name} back to its dock", {}),),
     ("todo", "add_item"): (("put milk on {name}", {"item": "milk"}),),
+    ("todo", "update_item"): (("check off milk on {name}", {"item": "milk", "status": "completed"}),),
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import re
 
 from .home import Entity
+from .shortlist import DOMAIN_WORDS
 
 
 def _cover(*classes: str) -> Callable[[Entity], bool]:
@@ -24,6 +25,10 @@ def _cover(*classes: str) -> Callable[[Entity], bool]:
 
 def _domains(*domains: str) -> Callable[[Entity], bool]:
     return lambda e: e.domain in domains
+
+
+def _sensor(device_class: str) -> Callable[[Entity], bool]:
+    return lambda e: e.domain == "sensor" and e.device_class == device_class
 
 
 # Nouns that name a kind of device, and the devices of that kind.
@@ -42,20 +47,27 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "door": lambda e: _cover("door", "garage", "gate")(e) or e.domain == "lock",
     "lock": _domains("lock"),
     "thermostat": _domains("climate", "water_heater"),
-    "temperature": _domains("climate", "water_heater"),
+    "temperature": lambda e: e.domain in ("climate", "water_heater") or _sensor("temperature")(e),
     "heating": _domains("climate", "water_heater"),
+    "humidity": lambda e: e.domain == "humidifier" or _sensor("humidity")(e),
     "tv": _domains("media_player"),
     "television": _domains("media_player"),
     "speaker": _domains("media_player"),
     "music": _domains("media_player"),
     "song": _domains("media_player"),
     "volume": _domains("media_player"),
+    "play": _domains("media_player"),
+    "track": _domains("media_player"),
+    "album": _domains("media_player"),
+    "playlist": _domains("media_player"),
     "vacuum": _domains("vacuum"),
     "valve": _domains("valve"),
     "sprinkler": _domains("valve", "switch"),
     "alarm": _domains("alarm_control_panel"),
 }
 _SYNONYMS = {"temp": "temperature", "bulb": "light", "drape": "curtain", "telly": "tv", "hoover": "vacuum"}
+# How a kind is said in a reply when it is not a noun of its own.
+_SAID = {"play": "media player", "music": "media player", "volume": "media player", "temperature": "thermostat"}
 
 
 def _mentions(text: str, phrase: str) -> bool:
@@ -71,31 +83,41 @@ class Named:
     areas: frozenset[str]
     floors: frozenset[str]
     kinds: tuple[str, ...]
+    # A request that names none of these acts only on the devices of the domains its words
+    # point at ("unpause": media players), or on what the conversation acted on; None: any.
+    domains: frozenset[str] | None = None
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
-        if entity.entity_id in self.entity_ids:
-            return True
-        if not (self.areas or self.floors or self.kinds):
-            return not self.entity_ids  # only the devices named, if any are
-        if (self.areas or self.floors) and not (
-            entity.area in self.areas
+        in_place = (
+            not (self.areas or self.floors)
+            or entity.area in self.areas
             or entity.floor in self.floors
             or any(_mentions(entity.name.lower(), a.lower()) for a in self.areas)
-        ):
-            return False
-        return not self.kinds or any(KINDS[k](entity) for k in self.kinds)
+        )
+        if entity.entity_id in self.entity_ids:
+            return in_place  # "the TV in the kitchen" is not the living room's TV
+        if self.areas or self.floors or self.kinds:
+            return in_place and (not self.kinds or any(KINDS[k](entity) for k in self.kinds))
+        if self.domains is None:
+            return not self.entity_ids  # only the devices named, if any are
+        return entity.domain in self.domains
 
     def describe(self) -> str:
         """What was asked for, for a reply that nothing fits ("fan in the Kitchen")."""
-        kind = self.kinds[0] if self.kinds else "device"
+        kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else "device"
         places = sorted(self.areas | self.floors)
         return f"{kind} in the {' or '.join(places)}" if places else kind
 
 
-def named_in(request: str, entities: Iterable[Entity]) -> Named:
-    """The devices, areas, floors and kinds `request` names."""
+def named_in(request: str, entities: Iterable[Entity], here: str | None = None, recent: Iterable[str] = ()) -> Named:
+    """The devices, areas, floors and kinds `request` names; "here" is the area `here`
+    (the area of the device that heard it). A request that names none of them ("turn it
+    off", "unpause", "good night") is about the `recent` devices of the conversation, or
+    the domains its words point at, if any."""
     text = request.lower()
+    if here:
+        text = re.sub(r"\b(in )?here\b", f"in the {here.lower()}", text)
     for word, kind in _SYNONYMS.items():
         text = re.sub(rf"\b{word}s?\b", kind, text)
     entities = tuple(entities)
@@ -110,7 +132,10 @@ def named_in(request: str, entities: Iterable[Entity]) -> Named:
             kinds.append(kind)
     # An area named only inside a kind ("garage door", with a Garage area) is not asked for.
     areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
-    return Named(named, areas, floors, tuple(kinds))
+    if named or areas or floors or kinds:
+        return Named(named, areas, floors, tuple(kinds))
+    domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
+    return Named(frozenset(recent), frozenset(), frozenset(), (), domains)
 
 
 # A request that names nothing: every device fits.

@@ -32,7 +32,7 @@ SKIPPED_SERVICES = frozenset(
     {
         "reload", "toggle", "join", "unjoin", "play_media", "browse_media", "search_media", "clear_playlist",
         "shuffle_set", "repeat_set", "media_seek", "send_command", "get_items", "remove_completed_items",
-        "update_item", "remove_item", "get_forecasts", "set_datetime", "clean_area", "locate", "clean_spot",
+        "remove_item", "get_forecasts", "set_datetime", "clean_area", "locate", "clean_spot",
         "set_value", "set_options", "select_first", "select_last", "select_next", "select_previous",
         "increment", "decrement", "set_aux_heat", "toggle_cover_tilt",
         # Every tool is in every prompt (a stable, cached prefix): rare or redundant ones cost
@@ -43,7 +43,7 @@ SKIPPED_SERVICES = frozenset(
     }
 )  # fmt: skip
 # Fields a small model should not be offered (advanced or unstructured).
-SKIPPED_FIELDS = frozenset({"transition", "flash", "profile", "entity_id", "code"})
+SKIPPED_FIELDS = frozenset({"transition", "flash", "profile", "entity_id", "code", "rename", "description"})
 # Fields of which a service takes one at most (HA's vol.Exclusive groups, which service
 # descriptions do not state): the grammar offers one slot for each group.
 EXCLUSIVE_FIELDS = {
