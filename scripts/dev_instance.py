@@ -211,6 +211,16 @@ async def use_botpsy_in_assist(session: aiohttp.ClientSession, access: str) -> N
     say("Assist uses the BotPsy agent (pipeline 'BotPsy')")
 
 
+KITCHEN_LIGHT = "light.kitchen_lights"
+
+
+async def light_state(session: aiohttp.ClientSession, headers: dict[str, str]) -> str:
+    """The demo kitchen light's state: the typed request should turn it off."""
+    async with session.get(f"{BASE}/api/states/{KITCHEN_LIGHT}", headers=headers) as response:
+        state: dict[str, Any] = await response.json()
+    return str(state.get("state"))
+
+
 async def main() -> None:
     sys.path.insert(0, str(REPO))  # custom_components and scripts, imported where needed
     async with aiohttp.ClientSession() as session:
@@ -220,12 +230,14 @@ async def main() -> None:
         await wait_until_running(session, headers)
         await add_botpsy(session, headers)
         await use_botpsy_in_assist(session, access)
-        body = {"text": "Hello! Which lights are on?", "agent_id": "conversation.botpsy", "language": "en"}
+        before = await light_state(session, headers)
+        body = {"text": "Turn off the kitchen light", "agent_id": "conversation.botpsy", "language": "en"}
         started = time.monotonic()
         async with session.post(f"{BASE}/api/conversation/process", json=body, headers=headers) as response:
             reply = await response.json()
         speech = reply["response"].get("speech", {}).get("plain", {}).get("speech", "")
         say(f"typed request answered in {time.monotonic() - started:.1f}s: {speech[:200]!r}")
+        say(f"{KITCHEN_LIGHT}: {before} -> {await light_state(session, headers)}")
         say(f"open {BASE} and log in as {USER} / {PASSWORD}; Ctrl+C stops Home Assistant")
 
 

@@ -143,8 +143,12 @@ def _calls(contents: list[dict[str, Any]]) -> list[Call]:
     for content in contents:
         for tool_input in content.get("tool_calls") or ():
             calls[tool_input.id] = Call(tool_input.tool_name, dict(tool_input.tool_args))
-        if content.get("role") == "tool_result" and (call := calls.get(content["tool_call_id"])):
+        if content.get("role") == "tool_result":
             data = (content.get("result") or {}).get("data") or {}
+            # A streamed answer's calls are announced with their results only.
+            call = calls.setdefault(
+                content["tool_call_id"], Call(content["tool_name"], dict(data.get("arguments") or {}))
+            )
             call.executed = bool(data.get("executed", not content["result"].get("error")))
             call.error = data.get("error")
             call.valid = call.executed or call.error is None
