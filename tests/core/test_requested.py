@@ -66,3 +66,10 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
 def test_here_is_the_area_of_the_device_that_heard_it() -> None:
     named = named_in("what is the temperature in here?", HOME, here="Office")
     assert [e.entity_id for e in HOME if named.fits(e)] == ["climate.office"]
+
+
+def test_a_title_to_play_names_nothing_but_what_follows_it() -> None:
+    office = (*HOME, Entity("light.office", "Office Lamp", area="Office"))
+    assert [e.entity_id for e in office if named_in("play The Office", office).fits(e)] == ["media_player.tv"]
+    assert named_in("play The Office on the TV", office).entity_ids == {"media_player.tv"}
+    assert named_in("play Yesterday in the kitchen", office).describe() == "media player in the Kitchen"

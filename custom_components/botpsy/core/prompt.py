@@ -42,7 +42,7 @@ def turn_text(clock: str, states: Sequence[tuple[Mapping[str, Any], Entity | Non
 _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "media_next_track"): (("skip to the next song on {name}", {}),),
     ("media_player", "media_previous_track"): (("play the previous song on {name}", {}),),
-    ("media_player", "media_play"): (("resume {name}", {}),),
+    ("media_player", "media_play"): (("resume {name}", {}), ("unpause {name}", {})),
     ("media_player", "media_pause"): (("pause {name}", {}),),
     ("media_player", "volume_set"): (
         ("set the volume of {name} to 40%", {"volume_level": 0.4}),

@@ -70,6 +70,9 @@ _SYNONYMS = {"temp": "temperature", "bulb": "light", "drape": "curtain", "telly"
 _SAID = {"play": "media player", "music": "media player", "volume": "media player", "temperature": "thermostat"}
 
 
+_TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
+
+
 def _mentions(text: str, phrase: str) -> bool:
     """Whether `text` names `phrase` as words (an 's' plural too)."""
     return bool(phrase) and re.search(rf"\b{re.escape(phrase.lower())}s?\b", text) is not None
@@ -118,6 +121,8 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     text = request.lower()
     if here:
         text = re.sub(r"\b(in )?here\b", f"in the {here.lower()}", text)
+    # "Play The Office on the TV": a title names no area, kind or device; what follows it does.
+    text = _TITLE.sub("play", text)
     for word, kind in _SYNONYMS.items():
         text = re.sub(rf"\b{word}s?\b", kind, text)
     entities = tuple(entities)
