@@ -304,7 +304,7 @@ VOCABULARY = {"name": ("Kitchen Lights", "Desk"), "area": ("Kitchen",), "floor":
 def test_other_apis_tools_take_the_homes_names_and_any_subset_of_arguments(
     fmt: CallFormat, checker: GrammarChecker
 ) -> None:
-    """HA's intent tools: every argument optional, names only the home's own."""
+    """HA's intent tools: every argument optional (but at least one), names only the home's own."""
     tool = schema_tool("HassTurnOn", INTENT_SCHEMA, VOCABULARY)
     assert tool is not None
     assert [p.name for p in tool.arguments] == ["name", "area", "domain", "brightness", "volume_step"]
@@ -314,10 +314,9 @@ def test_other_apis_tools_take_the_homes_names_and_any_subset_of_arguments(
         {"area": "Kitchen", "domain": "light"},
         {"brightness": 40},
         {"name": "Desk", "volume_step": "up"},
-        {},
     ):
         assert checker.accepts(grammar, fmt.render(ToolCall("HassTurnOn", arguments))), arguments
-    for arguments in ({"name": "Garage"}, {"area": "Kitchen", "name": "Desk"}, {"brightness": 101}):
+    for arguments in ({"name": "Garage"}, {"area": "Kitchen", "name": "Desk"}, {"brightness": 101}, {}):
         assert not checker.accepts(grammar, fmt.render(ToolCall("HassTurnOn", arguments))), arguments
 
 

@@ -134,8 +134,9 @@ def _slots(arguments: list[tuple[Param | None, str, str]]) -> list[_Slot]:
 
 
 def _argument_list(fmt: CallFormat, slots: list[_Slot]) -> str:
-    """GBNF of the arguments in their slots' order, the optional ones optional, each
-    separated from the one written before it as the format separates them."""
+    """GBNF of the arguments in their slots' order, the optional ones optional (but not
+    all of them left out), each separated from the one written before it as the format
+    separates them."""
 
     def written(slot: _Slot, *, first: bool) -> str:
         choices = [fmt.grammar_argument(key, value, first=first) for key, value in slot.choices]
@@ -151,7 +152,9 @@ def _argument_list(fmt: CallFormat, slots: list[_Slot]) -> str:
         starts.append(" ".join([written(slot, first=True), *(argument(later) for later in slots[index + 1 :])]))
         if slot.required:
             return starts[0] if len(starts) == 1 else "( " + " | ".join(f"( {s} )" for s in starts) + " )"
-    return "( " + " | ".join(f"( {s} )" for s in starts) + " )?" if starts else ""
+    # Arguments that are all optional (HA's intent tools): at least one; a call that names
+    # no target is never what a model means (the 0.5B wrote {} for "turn on the kitchen light").
+    return "( " + " | ".join(f"( {s} )" for s in starts) + " )" if starts else ""
 
 
 def _tool_rules(tools: tuple[Tool, ...], fmt: CallFormat, prefix: str, rules: dict[str, str]) -> list[str]:
