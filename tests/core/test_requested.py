@@ -73,3 +73,12 @@ def test_a_title_to_play_names_nothing_but_what_follows_it() -> None:
     assert [e.entity_id for e in office if named_in("play The Office", office).fits(e)] == ["media_player.tv"]
     assert named_in("play The Office on the TV", office).entity_ids == {"media_player.tv"}
     assert named_in("play Yesterday in the kitchen", office).describe() == "media player in the Kitchen"
+
+
+def test_names_are_matched_singular_or_plural() -> None:
+    home = (*HOME, Entity("light.kitchen_lights", "Kitchen Lights"), Entity("light.bed", "Bed Light"))
+    # The name's words are its own: not the Kitchen area, nor every light.
+    named = named_in("turn off the kitchen light", home)
+    assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_lights"]
+    named = named_in("turn off the kitchen light and the bed light", home)
+    assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_lights", "light.bed"]

@@ -73,9 +73,20 @@ _SAID = {"play": "media player", "music": "media player", "volume": "media playe
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
 
 
+def _word(word: str) -> str:
+    """A word, singular or plural: "lights" is "light" too, and "light" is "lights"."""
+    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+    return re.escape(stem) + "s?"
+
+
+def _phrase(phrase: str) -> re.Pattern[str]:
+    """`phrase` as words of a text, singular or plural."""
+    return re.compile(r"\b" + r"\s+".join(_word(w) for w in phrase.lower().split()) + r"\b")
+
+
 def _mentions(text: str, phrase: str) -> bool:
-    """Whether `text` names `phrase` as words (an 's' plural too)."""
-    return bool(phrase) and re.search(rf"\b{re.escape(phrase.lower())}s?\b", text) is not None
+    """Whether `text` names `phrase` as words (singular or plural)."""
+    return bool(phrase.split()) and _phrase(phrase).search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +138,15 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
         text = re.sub(rf"\b{word}s?\b", kind, text)
     entities = tuple(entities)
     named = frozenset(e.entity_id for e in entities if any(_mentions(text, n.lower()) for n in (e.name, *e.aliases)))
+    # The words of a device's name ("Kitchen Lights") name that device, not an area or a
+    # kind: "turn off the kitchen light" is about it alone.
+    for name in sorted({n.lower() for e in entities if e.entity_id in named for n in (e.name, *e.aliases)}, key=len)[
+        ::-1
+    ]:
+        text = _phrase(name).sub(" ", text)
     areas = frozenset(a for a in {e.area for e in entities if e.area} if _mentions(text, a.lower()))
     floors = frozenset(f for f in {e.floor for e in entities if e.floor} if _mentions(text, f.lower()))
-    # The longest kind first ("garage door" before "door"); a kind named only as part of
-    # a named device's name or area ("Kitchen Light Switch") is that device's, not asked for.
+    # The longest kind first ("garage door" before "door").
     kinds: list[str] = []
     for kind in sorted(KINDS, key=len, reverse=True):
         if _mentions(text, kind) and not any(kind in k for k in kinds):
