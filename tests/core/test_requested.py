@@ -82,3 +82,7 @@ def test_names_are_matched_singular_or_plural() -> None:
     assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_lights"]
     named = named_in("turn off the kitchen light and the bed light", home)
     assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_lights", "light.bed"]
+    # A kind said with a name that does not hold it is that device's kind, not every light.
+    ceiling = (*home, Entity("light.kitchen_ceiling", "Kitchen Ceiling"))
+    named = named_in("turn off the kitchen ceiling light", ceiling)
+    assert [e.entity_id for e in ceiling if named.fits(e)] == ["light.kitchen_ceiling"]
