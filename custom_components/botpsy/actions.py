@@ -139,6 +139,24 @@ async def async_check(hass: HomeAssistant, call: ValidCall, context: Context) ->
             service.schema(call.service_data)
         except probatio.Invalid as err:
             raise CallRejectedError(f"{call.domain}.{call.tool.service} refused the data: {err}") from err
+    if call.domain == "todo" and call.tool.service == "update_item":
+        await _async_check_item(hass, call, context)
+
+
+async def _async_check_item(hass: HomeAssistant, call: ValidCall, context: Context) -> None:
+    """An item to update is on the list, as HA's own intent checks before it acts."""
+    response = await hass.services.async_call(
+        "todo", "get_items", {"entity_id": call.entity_id}, blocking=True, context=context, return_response=True
+    )
+    listed = (response or {}).get(call.entity_id)
+    items = listed.get("items") if isinstance(listed, dict) else None
+    wanted = str(call.data.get("item", "")).casefold()
+    if isinstance(items, list) and not any(
+        isinstance(i, dict) and wanted in (str(i.get("summary", "")).casefold(), str(i.get("uid", "")).casefold())
+        for i in items
+    ):
+        name = state.name if (state := hass.states.get(call.entity_id)) else call.entity_id
+        raise CallRejectedError(f"{call.data.get('item')!r} is not on {name}")
 
 
 async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> CallResult:
