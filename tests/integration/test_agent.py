@@ -367,11 +367,11 @@ async def test_an_item_not_on_the_list_is_not_checked_off(hass: HomeAssistant, a
     )
     script(agent, check_off, check_off)  # the repair round repeats it: not run again
     calls = async_capture_events(hass, "call_service")
-    speech, conversation_id = await ask(hass, "Check off apples on the shopping list")
+    speech, _conversation_id = await ask(hass, "Check off apples on the shopping list")
     assert speech == "I did not change todo.shopping_list: 'apples' is not on Shopping list."
     assert [c.data["service"] for c in calls if c.data["domain"] == "todo"] == ["get_items"]
     add = XML.render(ToolCall("todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "apples"}))
     script(agent, add, check_off)
     await ask(hass, "Put apples on the shopping list")
-    speech, _conversation_id = await ask(hass, "Check off apples on the shopping list")
-    assert tool_results(hass, _conversation_id)[-1]["executed"] is True
+    _speech, conversation_id = await ask(hass, "Check off apples on the shopping list")
+    assert tool_results(hass, conversation_id)[-1]["executed"] is True
