@@ -17,6 +17,7 @@ from homeassistant.auth.permissions.const import POLICY_CONTROL
 from homeassistant.components.conversation import DOMAIN as CONVERSATION_DOMAIN
 from homeassistant.components.homeassistant.exposed_entities import async_should_expose
 from homeassistant.components.media_player.browse_media import SearchMedia
+from homeassistant.components.todo.const import DATA_COMPONENT as TODO_COMPONENT
 from homeassistant.core import (
     Context,
     Event,
@@ -144,17 +145,14 @@ async def async_check(hass: HomeAssistant, call: ValidCall, context: Context) ->
 
 
 async def _async_check_item(hass: HomeAssistant, call: ValidCall, context: Context) -> None:
-    """An item to update is on the list, as HA's own intent checks before it acts."""
-    response = await hass.services.async_call(
-        "todo", "get_items", {"entity_id": call.entity_id}, blocking=True, context=context, return_response=True
-    )
-    listed = (response or {}).get(call.entity_id)
-    items = listed.get("items") if isinstance(listed, dict) else None
+    """An item to update is on the list, as HA's own intent checks before it acts (read
+    from the entity, as the intent does: reading is not a service call)."""
+    component = hass.data.get(TODO_COMPONENT)
+    entity = component.get_entity(call.entity_id) if component else None
+    if entity is None or entity.todo_items is None:
+        return
     wanted = str(call.data.get("item", "")).casefold()
-    if isinstance(items, list) and not any(
-        isinstance(i, dict) and wanted in (str(i.get("summary", "")).casefold(), str(i.get("uid", "")).casefold())
-        for i in items
-    ):
+    if not any(wanted in ((i.summary or "").casefold(), (i.uid or "").casefold()) for i in entity.todo_items):
         name = state.name if (state := hass.states.get(call.entity_id)) else call.entity_id
         raise CallRejectedError(f"{call.data.get('item')!r} is not on {name}")
 

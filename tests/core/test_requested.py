@@ -86,3 +86,9 @@ def test_names_are_matched_singular_or_plural() -> None:
     ceiling = (*home, Entity("light.kitchen_ceiling", "Kitchen Ceiling"))
     named = named_in("turn off the kitchen ceiling light", ceiling)
     assert [e.entity_id for e in ceiling if named.fits(e)] == ["light.kitchen_ceiling"]
+
+
+def test_a_named_device_in_another_area_than_the_one_named_does_not_fit() -> None:
+    named = named_in("play the news on the TV in the kitchen", HOME)
+    assert [e.entity_id for e in HOME if named.fits(e)] == []
+    assert named.describe() == "media player in the Kitchen"

@@ -154,7 +154,8 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     # An area named only inside a kind ("garage door", with a Garage area) is not asked for,
     # nor a kind that a named device is ("the Kitchen Ceiling light" is that light alone).
     areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
-    kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
+    if not (areas or floors):
+        kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
     if named or areas or floors or kinds:
         return Named(named, areas, floors, tuple(kinds))
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
