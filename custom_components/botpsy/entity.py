@@ -135,13 +135,14 @@ class Toolbox:
     compiled: list[Tool] = field(default_factory=list)
     others: list[llm.Tool] = field(default_factory=list)
     home: Home = field(default_factory=lambda: Home((), ()))
-    # The other tools as the grammar writes them; None if one of them cannot be.
+    # The other tools' JSON schemas (converted once), and the tools as the grammar writes
+    # them; None if one of them cannot be.
+    others_parameters: list[dict[str, Any]] = field(default_factory=list)
     others_grammar: list[Tool] | None = field(default_factory=list)
-    custom_serializer: Any = None
 
     @classmethod
     def from_api(cls, hass: HomeAssistant, api: llm.APIInstance | None) -> Toolbox:
-        box = cls(custom_serializer=api.custom_serializer if api else None)
+        box = cls()
         for tool in api.tools if api else []:
             inner = tool.tool if isinstance(tool, llm.NamespacedTool) else tool
             if isinstance(inner, CompiledTool):
@@ -153,13 +154,15 @@ class Toolbox:
             if not box.home.entities:  # for the shortlist and the names HA's intents take
                 box.home = Home(exposed_entities(hass), ())
             vocabulary = home_vocabulary(box.home.entities)
-            converted = [schema_tool(t.name, box._parameters(t), vocabulary) for t in box.others]
+            serializer = api.custom_serializer if api else None
+            box.others_parameters = [
+                probatio.to_openapi(t.parameters, custom_serializer=serializer) for t in box.others
+            ]
+            converted = [
+                schema_tool(t.name, p, vocabulary) for t, p in zip(box.others, box.others_parameters, strict=True)
+            ]
             box.others_grammar = [t for t in converted if t is not None] if None not in converted else None
         return box
-
-    def _parameters(self, tool: llm.Tool) -> dict[str, Any]:
-        schema: dict[str, Any] = probatio.to_openapi(tool.parameters, custom_serializer=self.custom_serializer)
-        return schema
 
     def for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
         """Compiled tools restricted to the shortlisted entities that fit what the request
@@ -192,8 +195,8 @@ class Toolbox:
         """Every tool (or only `tools` of the compiled ones), in a fixed order and naming no
         entity: the same for every request."""
         result = function_schemas(self.compiled if tools is None else tools)
-        for tool in self.others:
-            function = {"name": tool.name, "description": tool.description or "", "parameters": self._parameters(tool)}
+        for tool, parameters in zip(self.others, self.others_parameters, strict=True):
+            function = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
             result.append({"type": "function", "function": function})
         return result
 
@@ -492,7 +495,7 @@ class BotPsyLLMEntity(Entity):
         question = is_question(utterance)
         here = self._area_of_device(chat_log)
         named = named_in(utterance, toolbox.home.entities, here=here, recent=recent)
-        if named.domains == frozenset() and not named.entity_ids and earlier:
+        if named.nothing and earlier:
             # Names nothing and points at nothing ("turn them off"): about the turns before.
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         if not question and toolbox.nothing_fits(named):

@@ -117,6 +117,11 @@ class Named:
             return not self.entity_ids  # only the devices named, if any are
         return entity.domain in self.domains
 
+    @property
+    def nothing(self) -> bool:
+        """Whether the request names nothing and its words point at no kind of device."""
+        return self.domains == frozenset() and not self.entity_ids
+
     def describe(self) -> str:
         """What was asked for, for a reply that nothing fits ("fan in the Kitchen")."""
         kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else "device"
