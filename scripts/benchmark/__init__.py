@@ -1,4 +1,4 @@
 """scripts/bench: BotPsy's latency through a real Home Assistant, beside the engine's floor.
 
-`python scripts/bench.py --help` (or scripts/bench) runs it; bench.md defines every figure.
+`scripts/bench --help` (python -m scripts.benchmark) runs it; bench.md defines every figure.
 """
