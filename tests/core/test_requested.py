@@ -92,3 +92,38 @@ def test_a_named_device_in_another_area_than_the_one_named_does_not_fit() -> Non
     named = named_in("play the news on the TV in the kitchen", HOME)
     assert [e.entity_id for e in HOME if named.fits(e)] == []
     assert named.describe() == "media player in the Kitchen"
+
+
+CURTAINS = (
+    *HOME,
+    Entity("cover.left", "Curtain Left", area="Living Room", device_class="curtain"),
+    Entity("cover.right", "Curtain Right", area="Living Room", device_class="curtain"),
+    Entity("climate.living", "Living Room Thermostat", area="Living Room"),
+)
+
+
+def test_a_kind_without_a_place_is_the_one_where_the_request_was_heard() -> None:
+    """As HA's intents prefer the satellite's area: if it has one of that kind."""
+    named = named_in("open the curtains", CURTAINS, here="Living Room")
+    assert [e.entity_id for e in CURTAINS if named.fits(e)] == ["cover.left", "cover.right"]
+    assert named.every
+    # None of that kind there: the kind anywhere.
+    named = named_in("close the garage door", CURTAINS, here="Living Room")
+    assert [e.entity_id for e in CURTAINS if named.fits(e)] == ["cover.garage_door"]
+    assert not named.every
+
+
+def test_one_device_of_a_kind_among_several_is_asked_for_not_guessed() -> None:
+    assert [e.entity_id for e in named_in("set the thermostat to 21", CURTAINS).one_of_several(CURTAINS)] == [
+        "climate.office",
+        "climate.living",
+    ]
+    # Not when one is named, its place is, it is heard there, or every one is meant.
+    for request, here in (
+        ("set the office thermostat to 21", None),
+        ("set the thermostat in the office to 21", None),
+        ("set the thermostat to 21", "Office"),
+        ("set all thermostats to 21", None),
+        ("skip this song", None),
+    ):
+        assert named_in(request, CURTAINS, here=here).one_of_several(CURTAINS) == [], request

@@ -70,6 +70,11 @@ _SYNONYMS = {"temp": "temperature", "bulb": "light", "drape": "curtain", "telly"
 _SAID = {"play": "media player", "music": "media player", "volume": "media player", "temperature": "thermostat"}
 
 
+# Kinds said of what plays, not of a device: the player meant is the one playing.
+_MEDIA_WORDS = frozenset({"music", "song", "volume", "play", "track", "album", "playlist"})
+# Words that ask for every device of a kind, besides a plural.
+_EVERY = re.compile(r"\b(?:all|every|each|both)\b")
+
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
 
 
@@ -100,6 +105,8 @@ class Named:
     # A request that names none of these acts only on the devices of the domains its words
     # point at ("unpause": media players), or on what the conversation acted on; None: any.
     domains: frozenset[str] | None = None
+    # Every device of its kinds is meant ("the curtains", "all lights"), not one of them.
+    every: bool = False
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -121,6 +128,17 @@ class Named:
     def nothing(self) -> bool:
         """Whether the request names nothing and its words point at no kind of device."""
         return self.domains == frozenset() and not self.entity_ids
+
+    def one_of_several(self, entities: Iterable[Entity]) -> list[Entity]:
+        """The devices a request for one device of a kind, anywhere ("set the thermostat
+        to 21"), could mean, if it could mean more than one; as HA's intents, it is
+        then asked which, not guessed. Empty when the request is not of that sort."""
+        if self.every or self.entity_ids or self.areas or self.floors or not self.kinds:
+            return []
+        if any(k in _MEDIA_WORDS for k in self.kinds):  # "skip this song": the one playing
+            return []
+        fitting = [e for e in entities if self.fits(e)]
+        return fitting if len(fitting) > 1 else []
 
     def describe(self) -> str:
         """What was asked for, for a reply that nothing fits ("fan in the Kitchen")."""
@@ -161,8 +179,18 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
     if not (areas or floors):
         kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
+    # A kind said without a place means the ones where the request was heard, if there
+    # are any there (as HA's intents prefer the satellite's area).
+    if (
+        here
+        and kinds
+        and not (named or areas or floors)
+        and any(e.area == here and KINDS[k](e) for e in entities for k in kinds)
+    ):
+        areas = frozenset({here})
     if named or areas or floors or kinds:
-        return Named(named, areas, floors, tuple(kinds))
+        every = bool(_EVERY.search(text)) or any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
+        return Named(named, areas, floors, tuple(kinds), every=every)
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     return Named(frozenset(recent), frozenset(), frozenset(), (), domains)
 
