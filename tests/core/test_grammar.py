@@ -291,20 +291,22 @@ INTENT_SCHEMA = {
     "properties": {
         "name": {"type": "string"},
         "area": {"type": "string"},
+        "floor": {"type": "string"},
         "domain": {"type": "array", "items": {"type": "string", "enum": ["light", "fan"]}},
         "brightness": {"type": "integer", "minimum": 0, "maximum": 100},
         "volume_step": {"anyOf": [{"type": "string", "enum": ["down", "up"]}, {"type": "integer"}]},
         "is_volume_muted": {"description": "no type: left out"},
     },
 }
-VOCABULARY = {"name": ("Kitchen Lights", "Desk"), "area": ("Kitchen",), "floor": ()}
+VOCABULARY = {"name": ("Kitchen Lights", "Desk"), "area": ("Kitchen",), "floor": (), "domain": ("light", "switch")}
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
 def test_other_apis_tools_take_the_homes_names_and_any_subset_of_arguments(
     fmt: CallFormat, checker: GrammarChecker
 ) -> None:
-    """HA's intent tools: every argument optional (but at least one), names only the home's own."""
+    """HA's intent tools: every argument optional (but at least one), names only the home's own
+    (no floor in a home without floors), domains only those of its devices."""
     tool = schema_tool("HassTurnOn", INTENT_SCHEMA, VOCABULARY)
     assert tool is not None
     assert [p.name for p in tool.arguments] == ["name", "area", "domain", "brightness", "volume_step"]
@@ -316,7 +318,14 @@ def test_other_apis_tools_take_the_homes_names_and_any_subset_of_arguments(
         {"name": "Desk", "volume_step": "up"},
     ):
         assert checker.accepts(grammar, fmt.render(ToolCall("HassTurnOn", arguments))), arguments
-    for arguments in ({"name": "Garage"}, {"area": "Kitchen", "name": "Desk"}, {"brightness": 101}, {}):
+    for arguments in (
+        {"name": "Garage"},
+        {"area": "Kitchen", "name": "Desk"},
+        {"brightness": 101},
+        {},
+        {"floor": "Kitchen"},
+        {"area": "Kitchen", "domain": "fan"},
+    ):
         assert not checker.accepts(grammar, fmt.render(ToolCall("HassTurnOn", arguments))), arguments
 
 

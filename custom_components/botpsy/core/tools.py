@@ -317,12 +317,16 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
 
 def home_vocabulary(entities: Iterable[Entity]) -> dict[str, tuple[str, ...]]:
     """What the home's names are, by the argument that names them in other APIs' tools
-    (HA's intent tools: `name`, `area`, `floor`, and `player_name`, ...)."""
+    (HA's intent tools: `name`, `area`, `floor`, and `player_name`, ...), and which domains
+    and device classes its devices have."""
+    entities = tuple(entities)
     names = {n for e in entities for n in (e.name, *e.aliases)}
     return {
         "name": tuple(sorted(names)),
         "area": tuple(sorted({e.area for e in entities if e.area})),
         "floor": tuple(sorted({e.floor for e in entities if e.floor})),
+        "domain": tuple(sorted({e.domain for e in entities})),
+        "device_class": tuple(sorted({e.device_class for e in entities if e.device_class})),
     }
 
 
@@ -337,10 +341,19 @@ def _schema_param(
     if kind == "array":  # HA's domain and device_class lists: one value (HA wraps it)
         return _schema_param(key, schema.get("items") or {}, required, vocabulary)
     if schema.get("enum"):
-        return Param(key, "enum", required, options=tuple(str(o) for o in schema["enum"]))
+        values = tuple(str(o) for o in schema["enum"])
+        if key in vocabulary:  # a domain or device class: only those of the home's devices
+            values = tuple(v for v in values if v in vocabulary[key])
+        if not values:
+            return None if not required else Param(key, "string", required)
+        return Param(key, "enum", required, options=values)
     if kind == "string":
-        # A device, area or floor is named by one of the home's names, never an invented one.
-        known = vocabulary.get(key.rpartition("_")[2])
+        # A device, area or floor is named by one of the home's names, never an invented one;
+        # a home without floors names none (an area's name written as a floor matches nothing).
+        noun = key.rpartition("_")[2]
+        if noun in vocabulary and not vocabulary[noun]:
+            return None if not required else Param(key, "string", required)
+        known = vocabulary.get(noun)
         return Param(key, "enum", required, options=known) if known else Param(key, "string", required)
     if kind in ("integer", "number"):
         return Param(key, kind, required, _bound(schema.get("minimum")), _bound(schema.get("maximum")))
