@@ -13,7 +13,8 @@ from homeassistant.helpers.typing import ConfigType
 
 from . import llm_api
 from .const import DOMAIN
-from .core.engine import Engine, EngineUnavailableError, ModelLoadError
+from .core.engine import Engine
+from .core.errors import EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
 from .services import async_register_services
 from .stats import EngineStats

@@ -9,6 +9,7 @@ result lists each changed entity (old -> new state and changed attributes).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 import contextlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
@@ -200,3 +201,26 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
         result.changes.append(change)
     hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result.as_dict()}, context=context)
     return result
+
+
+def intent_outcome(
+    hass: HomeAssistant, result: Mapping[str, Any], before: Mapping[str, State]
+) -> dict[str, Any] | None:
+    """A result of HA's intent tools (Assist API) as one of ours, with what changed since
+    `before`, if the intent acted on every target it matched; None otherwise (a failure,
+    an answer to a question, another tool's result)."""
+    data = result.get("data")
+    if result.get("response_type") != "action_done" or not isinstance(data, Mapping):
+        return None
+    targets = [t for t in data.get("success") or () if isinstance(t, Mapping) and t.get("type") == "entity"]
+    if data.get("failed") or not targets:
+        return None
+    changes = [
+        asdict(change)
+        for target in targets
+        if (old := before.get(str(target.get("id")))) is not None
+        and (change := _change(old, hass.states.get(old.entity_id))) is not None
+    ]
+    names = ", ".join(str(t.get("name") or t.get("id")) for t in targets)
+    # A device that reports its new state later shows no change yet: "Done", not "already".
+    return {"name": result.get("name"), "arguments": {"entity_id": names}, "changes": changes, "intent": True}

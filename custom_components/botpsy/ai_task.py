@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from json import JSONDecodeError
 from typing import Any
 
@@ -15,7 +16,11 @@ import probatio
 
 from . import BotPsyConfigEntry
 from .const import DOMAIN
+from .core.formats import detect_format
+from .core.json_grammar import json_schema_grammar
 from .entity import BotPsyLLMEntity
+from .generation import Generation
+from .toolbox import Toolbox
 
 
 async def async_setup_entry(
@@ -50,3 +55,20 @@ class BotPsyTaskEntity(ai_task.AITaskEntity, BotPsyLLMEntity):
                 translation_placeholders={"text": text[:200]},
             ) from err
         return ai_task.GenDataTaskResult(conversation_id=chat_log.conversation_id, data=data)
+
+    async def _async_generate_text(self, chat_log: conversation.ChatLog, json_schema: dict[str, Any] | None) -> str:
+        """One round without tools (JSON matching `json_schema` if given), streamed into the log."""
+        template = self.engine.chat_template
+        fmt = detect_format(template.source if template else None)
+        request = self.prompts.round_request(chat_log, Toolbox(), fmt, (), with_tools=False)
+        if json_schema is not None:
+            # Our grammar spells out ranges; llama.cpp's converter (or the server's) covers the rest.
+            grammar = json_schema_grammar(json_schema) if self.engine.supports_grammar else None
+            request = replace(request, grammar=grammar) if grammar else replace(request, json_schema=json_schema)
+        generation = Generation(None, self.stats)  # no tools: all of it is the answer
+        async for _content in chat_log.async_add_delta_content_stream(
+            self.entity_id, generation.stream(self.engine, request)
+        ):
+            pass
+        self.prompts.record(chat_log.conversation_id, request, generation.text)
+        return generation.parsed.content if generation.parsed else ""

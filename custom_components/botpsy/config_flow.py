@@ -71,7 +71,7 @@ from .const import (
 )
 from .core import download
 from .core.embedded import default_threads
-from .core.engine import EngineError, EngineUnavailableError, ModelLoadError
+from .core.errors import EngineError, EngineUnavailableError, ModelLoadError
 from .core.gguf_metadata import read_gguf_metadata
 from .core.remote import RemoteEngine, RemoteOptions
 

@@ -41,7 +41,7 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
         self.warmup = PrefixWarmup(
-            self.hass, self.entry, self.entity_id, self.async_stable_prefix, lambda: self._engine
+            self.hass, self.entry, self.entity_id, self.prompts.async_stable_prefix, lambda: self.engine
         )
         self.async_on_remove(self.warmup.async_start())
 

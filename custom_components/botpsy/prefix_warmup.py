@@ -30,7 +30,8 @@ from homeassistant.helpers.event import async_call_later
 from homeassistant.helpers.start import async_at_started
 
 from .const import LOGGER
-from .core.engine import Engine, EngineError, PrefillInterruptedError, Timings
+from .core.engine import Engine, Timings
+from .core.errors import EngineError, PrefillInterruptedError
 
 # Seconds after start-up or the last change of the home before the prefix is refreshed
 # (start-up and registry edits come in bursts).

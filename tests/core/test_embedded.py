@@ -11,15 +11,8 @@ import signal
 import pytest
 
 from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
-from custom_components.botpsy.core.engine import (
-    EngineError,
-    EngineUnavailableError,
-    Finished,
-    GenerateEvent,
-    GenerateRequest,
-    ModelLoadError,
-    TextDelta,
-)
+from custom_components.botpsy.core.engine import Finished, GenerateEvent, GenerateRequest, TextDelta
+from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
 
 from .generation import run
 

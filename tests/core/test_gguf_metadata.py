@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.botpsy.core.engine import ModelLoadError
+from custom_components.botpsy.core.errors import ModelLoadError
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
 
 

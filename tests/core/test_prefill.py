@@ -15,7 +15,8 @@ import pytest
 
 from custom_components.botpsy.core import worker
 from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
-from custom_components.botpsy.core.engine import GenerateRequest, Preemptible, PrefillInterruptedError, Timings
+from custom_components.botpsy.core.engine import GenerateRequest, Preemptible, Timings
+from custom_components.botpsy.core.errors import PrefillInterruptedError
 
 from .generation import run
 

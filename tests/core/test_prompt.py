@@ -58,3 +58,24 @@ def test_examples_use_the_homes_own_devices_and_only_arguments_they_take() -> No
     }
     assert all(" -> " in line for line in lines)
     assert tool_examples(compile_tools(home), type(home)((), ())) == []
+
+
+def test_intent_examples_name_the_homes_devices_with_arguments_the_tool_takes() -> None:
+    from custom_components.botpsy.core.home import Home
+    from custom_components.botpsy.core.prompt import intent_examples
+
+    home = Home(
+        (
+            Entity("lock.front", "Front Door"),
+            Entity("binary_sensor.front", "Front Door"),
+            Entity("media_player.tv", "TV"),
+        ),
+        (),
+    )
+    schema = {"properties": {"name": {}, "domain": {}}}
+    lines = intent_examples([("intent__HassTurnOn", schema), ("intent__HassMediaPause", {"properties": {}})], home)
+    # No light to show "turn on" on; pause's schema takes no name: no example. The lock's
+    # name is its sensor's too: the domain tells them apart.
+    assert lines == [
+        'lock Front Door -> {"name": "intent__HassTurnOn", "arguments": {"name": "Front Door", "domain": "lock"}}'
+    ]

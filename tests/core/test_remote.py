@@ -11,15 +11,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 import pytest
 
-from custom_components.botpsy.core.engine import (
-    EngineError,
-    EngineUnavailableError,
-    Finished,
-    GenerateRequest,
-    ModelLoadError,
-    TextDelta,
-    Timings,
-)
+from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
+from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
 
 from .generation import run

@@ -15,7 +15,7 @@ from homeassistant.auth.models import User
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
-from homeassistant.helpers import chat_session, entity_registry as er
+from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, entity_registry as er
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
@@ -24,6 +24,8 @@ from custom_components.botpsy.core.formats import ToolCall
 from tests.grammar_check import GrammarChecker
 
 from .scripted import XML, script
+
+AGENT = "conversation.botpsy"
 
 
 async def ask(hass: HomeAssistant, text: str, conversation_id: str | None = None) -> tuple[str, str]:
@@ -63,11 +65,20 @@ def device_states(hass: HomeAssistant) -> dict[str, str]:
 
 async def test_text_answer_acts_on_nothing(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     before = device_states(hass)
-    script(agent, "Which light do you mean?")
-    speech, conversation_id = await ask(hass, "Turn on the light")
-    assert speech == "Which light do you mean?"
+    script(agent, "Which lights do you mean?")
+    speech, conversation_id = await ask(hass, "Make it cosy")
+    assert speech == "Which lights do you mean?"
     assert device_states(hass) == before
     assert tool_results(hass, conversation_id) == []
+
+
+async def test_chit_chat_is_answered_in_words(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A request that names no device and points at none offers the model no call."""
+    engine = script(agent, "Hello! What can I do for you?")
+    speech, _conversation_id = await ask(hass, "Hello")
+    assert speech == "Hello! What can I do for you?"
+    grammar = engine.requests[0].grammar or ""
+    assert grammar and "tool_call" not in grammar
 
 
 async def test_rejected_call_is_repaired_in_the_next_round(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -154,10 +165,50 @@ async def test_assist_api_alone(hass: HomeAssistant, agent: MockConfigEntry) -> 
     assert hass.states.get("light.kitchen_lights").state == "off", tool_results(hass, conversation_id)  # type: ignore[union-attr]
     assert speech == "The kitchen lights are off."
     assert "HassTurnOff" in (engine.requests[0].prompt or "")
-    # HA's tools in the grammar too, with the home's own names for devices and areas.
+    # A request that names no device lets HA's tools name none.
     grammar = engine.requests[0].grammar or ""
-    assert "HassTurnOff" in grammar and '"\\"Kitchen Lights\\""' in grammar
+    assert "goodnight" in grammar and "Kitchen Lights" not in grammar
     assert '"name": "light"' not in (engine.requests[0].prompt or "")
+
+
+async def test_an_assist_intent_that_acted_is_reported_from_the_states(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """No second round to word it: the states say what the intent changed."""
+    await set_apis(hass, agent, ["assist"])
+    engine = script(agent, XML.render(ToolCall("intent__HassTurnOff", {"name": "Kitchen Lights"})))
+    speech, _conversation_id = await ask(hass, "Turn off the kitchen lights")
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    assert speech == "Kitchen Lights: on → off."
+    assert len(engine.requests) == 1
+    # HA's tools in the grammar, naming only the devices that fit the request.
+    grammar = engine.requests[0].grammar or ""
+    assert "hassturnoff" in grammar and '"\\"Kitchen Lights\\""' in grammar and "Bed Light" not in grammar
+
+
+async def test_one_device_of_several_is_asked_for_not_guessed(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    before = device_states(hass)
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"})))
+    result = await conversation.async_converse(hass, "Turn on the light", None, Context(), agent_id=AGENT)
+    speech = result.response.speech["plain"]["speech"]
+    assert speech.startswith("Which light do you mean: ") and "Bed Light" in speech and speech.endswith("?")
+    assert result.continue_conversation
+    assert device_states(hass) == before and engine.requests == []
+
+
+async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A small model writes the call once; "the lights in the den" are all of them."""
+    den = ar.async_get(hass).async_create("Den")
+    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
+        device_id = er.async_get(hass).async_get(entity_id).device_id  # type: ignore[union-attr]
+        dr.async_get(hass).async_update_device(device_id, area_id=den.id)  # type: ignore[arg-type]
+    await hass.async_block_till_done()
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
+    speech, _conversation_id = await ask(hass, "Turn off the lights in the den")
+    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
+        assert hass.states.get(entity_id).state == "off", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
+    assert hass.states.get("light.office_rgbw_lights").state == "on"  # type: ignore[union-attr]
 
 
 async def test_assist_and_botpsy_together(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -187,6 +238,19 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
     assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
     assert speech == "Front Door: locked → unlocked."
     assert len(engine.requests) == 1  # the confirmation needed no model
+
+
+async def test_unlock_through_ha_intents_is_asked_too(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA's Assist tools cannot bypass the confirmation: HassTurnOff on a lock unlocks it."""
+    await set_apis(hass, agent, ["assist"])
+    script(agent, XML.render(ToolCall("intent__HassTurnOff", {"name": "Front Door", "domain": "lock"})))
+    speech, conversation_id = await ask(hass, "Unlock the front door")
+    assert hass.states.get("lock.front_door").state == "locked"  # type: ignore[union-attr]
+    assert speech == "To be safe, I ask first: do you want me to unlock Front Door?"
+    speech, _conversation_id = await ask(hass, "yes", conversation_id)
+    assert speech.startswith("Front Door: locked → unlock")  # the demo lock takes a moment
+    await hass.async_block_till_done()
+    assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
 
 
 async def test_garage_door_is_asked_and_no_cancels(hass: HomeAssistant, agent: MockConfigEntry) -> None:

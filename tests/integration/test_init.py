@@ -19,7 +19,8 @@ from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
 from custom_components.botpsy.const import CONF_API_KEY, CONF_URL, DOMAIN, ISSUE_WORKER_CRASHING
 from custom_components.botpsy.core.embedded import EmbeddedEngine
-from custom_components.botpsy.core.engine import EngineUnavailableError, GenerateEvent, GenerateRequest
+from custom_components.botpsy.core.engine import GenerateEvent, GenerateRequest
+from custom_components.botpsy.core.errors import EngineUnavailableError
 
 from .conftest import embedded_data, make_entry
 

@@ -14,7 +14,7 @@ from typing import Any
 from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .engine import EngineError
+from .errors import EngineError
 
 # For GGUFs without a chat template (base models such as the gemma-3-270m stand-in): the
 # turn format of the architecture's family, else ChatML; tools and calls in Hermes JSON,

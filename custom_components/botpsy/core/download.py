@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from .engine import EngineError
+from .errors import EngineError
 
 HF_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20

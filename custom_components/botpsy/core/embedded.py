@@ -23,19 +23,8 @@ import time
 from typing import Any
 
 from .chat_template import ChatTemplate, ChatTemplateError, fallback_template
-from .engine import (
-    EngineError,
-    EngineHealth,
-    EngineUnavailableError,
-    Finished,
-    GenerateEvent,
-    GenerateRequest,
-    ModelInfo,
-    ModelLoadError,
-    Preemptible,
-    TextDelta,
-    Timings,
-)
+from .engine import EngineHealth, Finished, GenerateEvent, GenerateRequest, ModelInfo, Preemptible, TextDelta, Timings
+from .errors import EngineError, EngineUnavailableError, ModelLoadError
 from .gguf_metadata import read_gguf_metadata
 
 _LOGGER = logging.getLogger(__name__)

@@ -12,24 +12,10 @@ from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .errors import PrefillInterruptedError
+
 if TYPE_CHECKING:
     from .chat_template import ChatTemplate
-
-
-class EngineError(Exception):
-    """An engine could not do what was asked; the message is fit to show a user."""
-
-
-class ModelLoadError(EngineError):
-    """The model file or server model cannot be used."""
-
-
-class EngineUnavailableError(EngineError):
-    """The engine (worker process or server) cannot be reached or stopped mid-request."""
-
-
-class PrefillInterruptedError(EngineError):
-    """A request arrived while a prefix was being evaluated, and went first."""
 
 
 class Preemptible:

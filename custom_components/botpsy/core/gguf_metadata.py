@@ -13,7 +13,7 @@ from pathlib import Path
 import struct
 from typing import BinaryIO
 
-from .engine import ModelLoadError
+from .errors import ModelLoadError
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

@@ -73,3 +73,44 @@ def tool_examples(tools: Sequence[Tool], home: Home) -> list[str]:
             call = {"name": tool.name, "arguments": {"entity_id": target, ACTION: tool.service, **arguments}}
             lines.append(f"{phrase.format(name=entity.name)} -> {json.dumps(call, ensure_ascii=False)}")
     return lines
+
+
+# The same for HA's intent tools (Assist API), by intent: phrase, the domain of the device
+# it is shown on, and the arguments besides the device's name. "lock" is HassTurnOn, as
+# HA's own API prompt says.
+_INTENT_EXAMPLES: dict[str, tuple[tuple[str, str, dict[str, Any]], ...]] = {
+    "HassTurnOn": (("turn on {name}", "light", {}), ("open {name}", "cover", {}), ("lock {name}", "lock", {})),
+    "HassTurnOff": (("close {name}", "cover", {}), ("unlock {name}", "lock", {})),
+    "HassLightSet": (("dim {name} to 30%", "light", {"brightness": 30}),),
+    "HassSetPosition": (("open {name} halfway", "cover", {"position": 50}),),
+    "HassClimateSetTemperature": (("set {name} to 21 degrees", "climate", {"temperature": 21}),),
+    "HassMediaPause": (("pause {name}", "media_player", {}),),
+    "HassMediaUnpause": (("resume {name}", "media_player", {}),),
+    "HassMediaNext": (("skip to the next song on {name}", "media_player", {}),),
+    "HassMediaPrevious": (("play the previous song on {name}", "media_player", {}),),
+    "HassSetVolume": (("set the volume of {name} to 40%", "media_player", {"volume_level": 40}),),
+    "HassMediaPlayerMute": (("mute {name}", "media_player", {}),),
+    "HassVacuumStart": (("start {name}", "vacuum", {}),),
+    "HassVacuumReturnToBase": (("send {name} back to its dock", "vacuum", {}),),
+    "HassListAddItem": (("put milk on {name}", "todo", {"item": "milk"}),),
+    "HassListCompleteItem": (("check off milk on {name}", "todo", {"item": "milk"}),),
+}
+
+
+def intent_examples(tools: Sequence[tuple[str, Mapping[str, Any]]], home: Home) -> list[str]:
+    """Example requests and calls for HA's intent tools (`tools`: each name, namespaced as
+    the model sees it, with its JSON schema), on the home's own devices: the first of the
+    example's domain, if the tool takes the example's arguments. A name that another
+    device shares (a lock and its sensor) comes with its domain: HA refuses it alone."""
+    lines = []
+    for name, schema in tools:
+        properties = set(schema.get("properties") or ())
+        for phrase, domain, arguments in _INTENT_EXAMPLES.get(name.rpartition("__")[2], ()):
+            entity = next((e for e in home.entities if e.domain == domain), None)
+            if entity is None or not {"name", *arguments} <= properties:
+                continue
+            shared = any(e.name == entity.name and e is not entity for e in home.entities)
+            place = {"domain": domain} if shared and "domain" in properties else {}
+            call = {"name": name, "arguments": {"name": entity.name, **place, **arguments}}
+            lines.append(f"{phrase.format(name=entity.name)} -> {json.dumps(call, ensure_ascii=False)}")
+    return lines

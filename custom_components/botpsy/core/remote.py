@@ -18,19 +18,17 @@ import aiohttp
 
 from .chat_template import ChatTemplate, ChatTemplateError
 from .engine import (
-    EngineError,
     EngineHealth,
-    EngineUnavailableError,
     Finished,
     GenerateEvent,
     GenerateRequest,
     ModelInfo,
-    ModelLoadError,
     Preemptible,
     TextDelta,
     Timings,
     ToolCallDelta,
 )
+from .errors import EngineError, EngineUnavailableError, ModelLoadError
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0

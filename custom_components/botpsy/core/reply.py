@@ -36,7 +36,8 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
             ]
             sentences.append(f"{change.get('name') or change['entity_id']}: {', '.join(parts)}.")
         if not changes:
-            sentences.append(f"Done, {target} was already that way.")
+            # HA's intents report no states: one it ran may change its device a moment later.
+            sentences.append(f"Done: {target}." if result.get("intent") else f"Done, {target} was already that way.")
     return " ".join(dict.fromkeys(sentences))  # the same failure twice is said once
 
 

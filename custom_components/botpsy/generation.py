@@ -1,0 +1,144 @@
+"""One generation round streamed into the chat log: text as it comes, calls parsed and sorted.
+
+Text that cannot be (the start of) a call streams at once; calls are parsed when the
+model is done, then each is run through the ChatLog, held for the user's confirmation,
+or dropped (a repeat of one already run, or one the request does not allow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from homeassistant.components import conversation
+from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import llm
+from homeassistant.helpers.json import json_dumps
+
+from .const import DOMAIN, LOGGER
+from .core.engine import Engine, Finished, GenerateRequest, TextDelta, Timings, ToolCallDelta
+from .core.errors import EngineError
+from .core.formats import CallFormat, ParsedOutput, ToolCall
+from .stats import EngineStats
+
+if TYPE_CHECKING:
+    from .confirmation import Risk
+
+
+async def async_say(chat_log: conversation.ChatLog, agent_id: str, text: str) -> None:
+    """Add the agent's `text` to the chat log (streamed to the user like a model's)."""
+
+    async def reply() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
+        yield {"role": "assistant", "content": text}
+
+    async for _content in chat_log.async_add_delta_content_stream(agent_id, reply()):
+        pass
+
+
+class Generation:
+    """One generation: streams plain text as it comes, holds back and parses calls."""
+
+    def __init__(
+        self,
+        fmt: CallFormat | None,
+        stats: EngineStats,
+        *,
+        stream_text: bool = True,
+        hold: Callable[[ToolCall], Risk | None] = lambda _call: None,
+        allow_calls: bool = True,
+        ran: set[str] | None = None,
+        refuse: Callable[[ToolCall], bool] = lambda _call: False,
+        spread: Callable[[ToolCall], list[ToolCall]] = lambda call: [call],
+    ) -> None:
+        self.fmt = fmt
+        self._ran = ran if ran is not None else set()
+        self._refuse = refuse
+        self._spread = spread
+        self.allow_calls = allow_calls
+        self.stats = stats
+        self.stream_text = stream_text
+        self._hold = hold
+        self.held: list[tuple[ToolCall, Risk]] = []
+        self.text = ""  # the model's whole output
+        self.parsed: ParsedOutput | None = None
+        self.timings: Timings | None = None
+        self.calls: list[llm.ToolInput] = []
+
+    def trace(self) -> dict[str, Any]:
+        """The round for the conversation's trace: token figures as HA's AI integrations
+        report them, and model output that could not be used."""
+        details: dict[str, Any] = {}
+        if (t := self.timings) is not None:
+            details["stats"] = {
+                "input_tokens": t.prompt_tokens,
+                "cached_input_tokens": t.cached_tokens,
+                "output_tokens": t.decoded_tokens + t.forced_tokens,
+            }
+        if self.parsed is not None and self.parsed.errors:
+            details["format_errors"] = list(self.parsed.errors)
+        return details
+
+    async def stream(
+        self, engine: Engine, request: GenerateRequest
+    ) -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
+        yield {"role": "assistant"}
+        started = time.monotonic()
+        text = ""
+        sent = 0
+        server_calls: list[ToolCall] = []
+        try:
+            async for event in engine.generate(request):
+                if isinstance(event, TextDelta):
+                    text += event.text
+                    # Stream what cannot be (the start of) a call.
+                    limit = self.fmt.shown_length(text) if self.fmt else len(text)
+                    if limit > sent and self.stream_text:
+                        yield {"content": text[sent:limit]}
+                        sent = limit
+                elif isinstance(event, ToolCallDelta):
+                    server_calls.append(ToolCall(event.name, _arguments(event.arguments)))
+                elif isinstance(event, Finished):
+                    LOGGER.debug("Generation finished (%s): %s", event.reason, event.timings.as_dict())
+                    self.stats.async_record(event.timings, time.monotonic() - started)
+                    self.timings = event.timings
+        except EngineError as err:
+            LOGGER.error("BotPsy engine error: %s", err)
+            self.stats.async_record_error(str(err))
+            raise engine_failure("engine_error", err) from err
+        self.text = text
+        self.parsed = self.fmt.parse(text) if self.fmt else ParsedOutput(content=text.strip())
+        if self.parsed.errors:
+            LOGGER.debug("Unusable calls in model output: %s", self.parsed.errors)
+        limit = self.fmt.shown_length(text, final=True) if self.fmt else len(text)
+        if limit > sent and self.stream_text:
+            yield {"content": text[sent:limit]}
+        calls: list[ToolCall] = []
+        written = self.parsed.calls + server_calls if self.allow_calls else []
+        for call in [spread for written_call in written for spread in self._spread(written_call)]:
+            if (signature := json_dumps([call.name, call.arguments])) in self._ran or self._refuse(call):
+                continue  # the same call again (a small model's loop, its result is known), or not allowed
+            self._ran.add(signature)
+            if (risk := self._hold(call)) is not None:
+                self.held.append((call, risk))
+            else:
+                calls.append(call)
+        if calls:
+            self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]
+            yield {"tool_calls": self.calls}
+
+
+def engine_failure(key: str, err: EngineError) -> HomeAssistantError:
+    """The engine's error as a translated one, for the user."""
+    return HomeAssistantError(
+        translation_domain=DOMAIN, translation_key=key, translation_placeholders={"error": str(err)}
+    )
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_unparsed": raw}
+    return value if isinstance(value, dict) else {"_unparsed": raw}

@@ -1,0 +1,369 @@
+"""Each generation round's prompt: the chat log rendered with the model's own template.
+
+The prompt is a stable prefix (instructions and every tool, the same for each request
+while the home's structure and the agent's options stay the same; prefilled in the
+background, see `prefix_warmup`) and a dynamic suffix: the history, then the turn with
+the clock and the shortlisted devices' states.
+
+An engine reuses the state of the prompt it last evaluated (and the tokens it generated)
+up to the first token a new prompt changes. A follow-up turn therefore evaluates only
+its own turn if its prompt starts with the previous prompt and the model's output:
+
+- an earlier user turn keeps the text it was sent with (its device states and clock as
+  they were then), not the current ones;
+- templates that render earlier replies without the generation prompt's extras (Qwen's
+  empty think block) get them back where the model saw them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+import re
+from typing import Any
+
+from homeassistant.components import conversation
+from homeassistant.config_entries import ConfigSubentry
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import llm, template as ha_template
+from homeassistant.helpers.json import json_dumps
+
+from . import BotPsyConfigEntry
+from .actions import live_state
+from .const import (
+    CONF_ENGINE,
+    CONF_MAX_HISTORY,
+    CONF_MAX_TOKENS,
+    CONF_N_CTX,
+    CONF_PROMPT,
+    CONF_TEMPERATURE,
+    DEFAULT_MAX_HISTORY,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_N_CTX,
+    DEFAULT_TEMPERATURE,
+    DOMAIN,
+    ENGINE_EMBEDDED,
+    LOGGER,
+)
+from .core.chat_template import ChatTemplate
+from .core.engine import Engine, GenerateRequest
+from .core.errors import EngineError
+from .core.formats import CallFormat
+from .core.grammar import compile_grammar
+from .core.prompt import turn_text
+from .core.requested import NAMES_NOTHING, Named
+from .generation import engine_failure
+from .toolbox import Toolbox
+
+# Conversations remembered per agent; older ones only lose the reuse of their history.
+MAX_CONVERSATIONS = 32
+# HA ends the system prompt with the date and time (llm.DATE_TIME_PROMPT), which change
+# every second: the line moves from the cacheable prefix into the request's own turn.
+_CLOCK = re.compile(r"\nCurrent time is \d{2}:\d{2}:\d{2}\. Today's date is \d{4}-\d{2}-\d{2}\.")
+# Tokens a prompt needs besides the tools: instructions, history, the turn and the answer.
+TURN_RESERVE = 2048
+# Stands for the user's turn when the prefix is rendered alone: the prefix ends where it is.
+_TURN_SENTINEL = "\x00botpsy-turn\x00"
+_PROBE_USER = "\x01botpsy-user\x01"
+_PROBE_REPLY = "\x01botpsy-reply\x01"
+
+
+@dataclass(slots=True)
+class _Conversation:
+    user_texts: dict[tuple[datetime, str], str] = field(default_factory=dict)
+    seen: str = ""  # the last prompt and the model's output, as the engine saw them
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationExtra:
+    """What a template's generation prompt adds to the header of a reply in the history."""
+
+    header: str = ""
+    extra: str = ""
+
+
+def generation_extra(template: ChatTemplate) -> GenerationExtra:
+    """Compare the template's generation prompt with a rendered earlier reply."""
+    user = {"role": "user", "content": _PROBE_USER}
+    try:
+        base = template.render([user], add_generation_prompt=False)
+        prompt = template.render([user])
+        # A reply followed by another user turn: history, as a follow-up renders it.
+        reply = {"role": "assistant", "content": _PROBE_REPLY}
+        history = template.render([user, reply, user], add_generation_prompt=False)
+    except EngineError:
+        return GenerationExtra()
+    if not (prompt.startswith(base) and history.startswith(base)) or _PROBE_REPLY not in history:
+        return GenerationExtra()
+    generation = prompt[len(base) :]
+    header = history[len(base) :].split(_PROBE_REPLY)[0]
+    if not header or not generation.startswith(header):
+        return GenerationExtra()
+    return GenerationExtra(header, generation[len(header) :])
+
+
+def _common_length(a: str, b: str) -> int:
+    """Length of the longest common prefix (compared in blocks, then by character)."""
+    length = 0
+    step = 256
+    limit = min(len(a), len(b))
+    while step:
+        while length + step <= limit and a[length : length + step] == b[length : length + step]:
+            length += step
+        step //= 4
+    return length
+
+
+class ConversationPrompts:
+    """Per conversation: the user turns as sent, and what the engine last saw."""
+
+    def __init__(self, size: int = MAX_CONVERSATIONS) -> None:
+        self._size = size
+        self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
+
+    def _get(self, conversation_id: str) -> _Conversation:
+        item = self._conversations.get(conversation_id)
+        if item is None:
+            item = self._conversations[conversation_id] = _Conversation()
+            while len(self._conversations) > self._size:
+                self._conversations.popitem(last=False)
+        self._conversations.move_to_end(conversation_id)
+        return item
+
+    def user_text(self, conversation_id: str, content: conversation.UserContent) -> str | None:
+        """The text `content` was sent to the model with, if it was."""
+        item = self._conversations.get(conversation_id)
+        return item.user_texts.get((content.created, content.content)) if item else None
+
+    def set_user_text(self, conversation_id: str, content: conversation.UserContent, text: str) -> None:
+        self._get(conversation_id).user_texts[(content.created, content.content)] = text
+
+    def record(self, conversation_id: str, prompt: str, output: str) -> None:
+        """The engine evaluated `prompt` and generated `output`."""
+        self._get(conversation_id).seen = prompt + output
+
+    def extend(self, conversation_id: str, prompt: str, extra: GenerationExtra) -> str:
+        """`prompt` with the generation prompt's extras back wherever the model saw them.
+
+        Only inserted after a reply's header, where the last prompt had them and this one
+        does not; any other difference is left as rendered.
+        """
+        item = self._conversations.get(conversation_id)
+        if item is None or not item.seen or not extra.extra:
+            return prompt
+        seen = item.seen
+        while True:
+            common = _common_length(seen, prompt)
+            if common == len(seen):
+                return prompt
+            # The reply's header before the difference (which may be a few characters into
+            # the extras: "<think>" and "<tool_call>" share their "<").
+            cut = prompt.rfind(extra.header, 0, common) + len(extra.header)
+            if (
+                cut < len(extra.header)
+                or cut < common - len(extra.extra)
+                or not seen.startswith(extra.extra, cut)
+                or prompt.startswith(extra.extra, cut)
+            ):
+                return prompt
+            prompt = prompt[:cut] + extra.extra + prompt[cut:]
+
+
+def split_clock(system: str) -> tuple[str, str]:
+    """HA's system prompt without its date and time line, and the line."""
+    match = _CLOCK.search(system)
+    if match is None:
+        return system, ""
+    return system[: match.start()] + system[match.end() :], match.group().strip()
+
+
+def chat_messages(
+    chat_log: conversation.ChatLog,
+    max_history: int,
+    user_text: Callable[[conversation.UserContent], str] = lambda content: content.content,
+) -> list[dict[str, Any]]:
+    """The chat log as OpenAI-style messages, keeping the last `max_history` user turns.
+
+    The system prompt comes without HA's clock line; user turns read `user_text`.
+    """
+    messages: list[dict[str, Any]] = []
+    for content in chat_log.content:
+        if isinstance(content, conversation.SystemContent):
+            messages.append({"role": "system", "content": split_clock(content.content)[0]})
+        elif isinstance(content, conversation.UserContent):
+            messages.append({"role": "user", "content": user_text(content)})
+        elif isinstance(content, conversation.ToolResultContent):
+            payload = {"data": content.result.data, "error": content.result.error}
+            messages.append({"role": "tool", "content": json_dumps(payload)})
+        else:
+            message: dict[str, Any] = {"role": "assistant", "content": content.content or ""}
+            if content.tool_calls:
+                message["tool_calls"] = [
+                    {"type": "function", "function": {"name": c.tool_name, "arguments": c.tool_args}}
+                    for c in content.tool_calls
+                ]
+            messages.append(message)
+    user_turns = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    if max_history > 0 and len(user_turns) > max_history:
+        first_kept = user_turns[-max_history]
+        system = [m for m in messages[:1] if m["role"] == "system"]
+        messages = system + messages[first_kept:]
+    return messages
+
+
+def _with_examples(system: str, toolbox: Toolbox) -> str:
+    """The system prompt with examples for other APIs' tools (HA's intents), which a small
+    model otherwise confuses ("pause" written as HassTurnOff). BotPsy's API has its own."""
+    examples = toolbox.examples()
+    return "\n".join([system, "Examples:", *examples]) if examples else system
+
+
+class PromptBuilder:
+    """One agent's prompts: each round's request, and the stable prefix alone."""
+
+    def __init__(self, hass: HomeAssistant, entry: BotPsyConfigEntry, subentry: ConfigSubentry) -> None:
+        self.hass = hass
+        self.entry = entry
+        self.subentry = subentry
+        self._conversations = ConversationPrompts()
+        self._extra: tuple[object, GenerationExtra] = (None, GenerationExtra())
+        self._too_big_logged = False
+
+    @property
+    def _engine(self) -> Engine:
+        return self.entry.runtime_data.engine
+
+    def _generation_extra(self) -> GenerationExtra:
+        """The engine's template's generation extras (worked out once per template)."""
+        template = self._engine.chat_template
+        if template is None:
+            return GenerationExtra()
+        if self._extra[0] is not template:
+            self._extra = (template, generation_extra(template))
+        return self._extra[1]
+
+    def round_request(
+        self,
+        chat_log: conversation.ChatLog,
+        toolbox: Toolbox,
+        fmt: CallFormat,
+        entity_ids: Sequence[str],
+        *,
+        with_tools: bool,
+        read_only: bool = False,
+        named: Named = NAMES_NOTHING,
+    ) -> GenerateRequest:
+        """The request of one generation round (calls allowed only if `with_tools`, and only
+        BotPsy's reading ones if `read_only`).
+
+        The prompt shows every tool in every round (a stable prefix); the grammar allows
+        the shortlisted targets only, and no call at all when calls are not allowed. An
+        engine without grammars gets no tools when calls are not allowed.
+        """
+        options = self.subentry.data
+        template = self._engine.chat_template
+        constrained = self._engine.supports_grammar and template is not None and toolbox.others_constrainable
+        offered = bool(toolbox.compiled or toolbox.others) and (with_tools or constrained)
+        tools = toolbox.for_request(entity_ids, named, read_only=read_only) if with_tools else []
+        schemas = toolbox.schemas() if offered else []
+        if not self._fits(schemas):
+            schemas = toolbox.schemas(tools)
+        if with_tools:
+            tools += toolbox.others_for_request(entity_ids, named, read_only=read_only)
+        grammar = compile_grammar(tuple(tools), fmt) if constrained and offered else None
+        conversation_id = chat_log.conversation_id
+        turn = next((c for c in reversed(chat_log.content) if isinstance(c, conversation.UserContent)), None)
+        if turn is not None and self._conversations.user_text(conversation_id, turn) is None:
+            # The dynamic suffix: clock and live states of the shortlisted entities, in the
+            # turn itself, after the cacheable prefix. Fixed for the turn's rounds and for
+            # later turns, so each prompt extends the one before.
+            system = chat_log.content[0] if chat_log.content else None
+            clock = split_clock(system.content)[1] if isinstance(system, conversation.SystemContent) else ""
+            states = [
+                (state, toolbox.home.entity(e)) for e in sorted(set(entity_ids)) if (state := live_state(self.hass, e))
+            ]
+            self._conversations.set_user_text(conversation_id, turn, turn_text(clock, states, turn.content))
+
+        def user_text(content: conversation.UserContent) -> str:
+            return self._conversations.user_text(conversation_id, content) or content.content
+
+        messages = chat_messages(chat_log, int(options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)), user_text)
+        if messages and messages[0]["role"] == "system":
+            messages[0]["content"] = _with_examples(messages[0]["content"], toolbox)
+        decoding: dict[str, Any] = {
+            "max_tokens": int(options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)),
+            "temperature": float(options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)),
+        }
+        if template is None:
+            return GenerateRequest(messages=messages, tools=schemas or None, **decoding)
+        try:
+            prompt = template.render(messages, tools=schemas or None)
+        except EngineError as err:
+            raise engine_failure("prompt_failed", err) from err
+        prompt = self._conversations.extend(conversation_id, prompt, self._generation_extra())
+        info = self._engine.model_info
+        stop = (info.eos_token,) if info and info.eos_token else ()
+        return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
+
+    def record(self, conversation_id: str, request: GenerateRequest, output: str) -> None:
+        """The engine evaluated `request` and generated `output`: a follow-up extends them."""
+        if request.prompt is not None:
+            self._conversations.record(conversation_id, request.prompt, output)
+
+    def _fits(self, schemas: list[dict[str, Any]]) -> bool:
+        """Whether every tool fits a stable prefix, leaving TURN_RESERVE tokens for the turn,
+        the history and the answer (at about three characters a token). Otherwise prompts
+        show only the request's tools, and no prefix is reused (a home with many kinds of
+        devices on a small context)."""
+        if self.entry.data.get(CONF_ENGINE) == ENGINE_EMBEDDED:
+            context = int(self.entry.data.get(CONF_N_CTX, DEFAULT_N_CTX))
+        else:
+            context = self._engine.model_info.context_length if self._engine.model_info else 0
+        if not context or len(json_dumps(schemas)) <= 3 * (context - TURN_RESERVE):
+            return True
+        if not self._too_big_logged:
+            self._too_big_logged = True
+            LOGGER.info(
+                "The tools of every exposed device take about %d tokens, too many for a context of %d: "
+                "prompts show only each request's tools, and their prefix is not reused. A larger context "
+                "size reuses it",
+                len(json_dumps(schemas)) // 3,
+                context,
+            )
+        return False
+
+    async def async_stable_prefix(self) -> str | None:
+        """The prompt's stable prefix, rendered exactly as a request renders it (instructions
+        and tools, up to where the user's turn begins); None if the engine renders its own."""
+        template = self._engine.chat_template
+        if template is None:
+            return None
+        llm_context = llm.LLMContext(
+            platform=DOMAIN,
+            context=Context(),
+            language=self.hass.config.language,
+            assistant=conversation.DOMAIN,
+            device_id=None,
+        )
+        api_ids = self.subentry.data.get(CONF_LLM_HASS_API) or None
+        api = await llm.async_get_api(self.hass, api_ids, llm_context) if api_ids else None
+        # As ChatLog.async_provide_llm_data builds it (no user name, no extra prompt),
+        # less the clock line.
+        instructions = ha_template.Template(
+            self.subentry.data.get(CONF_PROMPT) or llm.DEFAULT_INSTRUCTIONS_PROMPT, self.hass
+        ).async_render(
+            {"ha_name": self.hass.config.location_name, "user_name": None, "llm_context": llm_context},
+            parse_result=False,
+        )
+        toolbox = Toolbox.from_api(self.hass, api)
+        system = _with_examples("\n".join([instructions, api.api_prompt] if api else [instructions]), toolbox)
+        schemas = toolbox.schemas()
+        if not self._fits(schemas):
+            return None
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": _TURN_SENTINEL}]
+        rendered = template.render(messages, tools=schemas or None)
+        cut = rendered.find(_TURN_SENTINEL)
+        return rendered[:cut] if cut > 0 else None

@@ -1,0 +1,258 @@
+"""One request to a BotPsy agent, from the user's words to the reply, in the order it runs.
+
+1. `async_handle_request`: a yes or no to a held call answers it (`confirmation`);
+2. `Scope.of`: what the request is about, the shortlisted entities and what it names
+   (devices, areas, floors, kinds; "here" is the satellite's area);
+3. `_async_rounds`, each round: the prompt (`PromptBuilder`, stable prefix + turn) ->
+   the engine generates under a grammar compiled from the tools that fit (`Generation`)
+   -> calls parsed, refused or held for confirmation -> run through the ChatLog (the
+   tools validate them against our schema, HA's service schema, exposure and the user's
+   permissions, then HA executes them: `llm_api`, `actions`);
+4. the reply: what changed (`describe`), the states a question read (`describe_states`),
+   or the model's own text, streamed as it came.
+
+`async_plan` walks the same path up to validation and runs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from homeassistant.components import conversation
+from homeassistant.const import CONF_LLM_HASS_API
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr
+
+from .actions import async_check, intent_outcome
+from .confirmation import async_answer_pending, async_ask_confirmation, hold_rule
+from .const import (
+    CONF_CONFIRM_RISKY,
+    CONF_MAX_TOOL_ROUNDS,
+    CONF_PROMPT,
+    DEFAULT_CONFIRM_RISKY,
+    DEFAULT_MAX_TOOL_ROUNDS,
+    DOMAIN,
+    LOGGER,
+)
+from .core.engine import TextDelta
+from .core.errors import EngineError
+from .core.formats import CallFormat, detect_format
+from .core.policy import is_question, needs_confirmation
+from .core.reply import describe, describe_states
+from .core.requested import Named, named_in
+from .core.shortlist import shortlist
+from .core.validate import CallRejectedError, validate_call
+from .generation import Generation, async_say, engine_failure
+from .toolbox import Toolbox, is_action
+
+if TYPE_CHECKING:
+    from .entity import BotPsyLLMEntity
+
+
+async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, utterance: str) -> None:
+    """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
+    if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance):
+        return
+    scope = Scope.of(agent.hass, chat_log, utterance)
+    if not scope.question and scope.toolbox.nothing_fits(scope.named):
+        reply: str | None = f"I found no {scope.named.describe()} that I can control, so I did nothing."
+    elif not scope.question and (several := scope.toolbox.one_of_several(scope.named)):
+        names = [e.name for e in several]
+        listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
+        reply = f"Which {scope.named.describe()} do you mean: {listed}?"
+    else:
+        reply = await _async_rounds(agent, chat_log, scope)
+    if reply:
+        await async_say(chat_log, agent.entity_id, reply)
+
+
+@dataclass(slots=True)
+class Scope:
+    """What a request is about: its tools, shortlisted entities, what it names, and
+    whether it is a question (which reads and never acts)."""
+
+    utterance: str
+    toolbox: Toolbox
+    entity_ids: list[str]
+    named: Named
+    question: bool
+
+    @classmethod
+    def of(cls, hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str) -> Scope:
+        toolbox = Toolbox.from_api(hass, chat_log.llm_api)
+        recent = [
+            str(call.tool_args.get("entity_id"))
+            for content in chat_log.content
+            if isinstance(content, conversation.AssistantContent)
+            for call in content.tool_calls or ()
+        ]
+        # A follow-up ("and the other one?") is about what the last turns named too.
+        earlier = [c.content for c in chat_log.content if isinstance(c, conversation.UserContent)][-3:-1]
+        entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
+        here = _area_of_device(hass, chat_log)
+        named = named_in(utterance, toolbox.home.entities, here=here, recent=recent)
+        if named.nothing and earlier:
+            # Names nothing and points at nothing ("turn them off"): about the turns before.
+            named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
+        return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
+
+
+def _area_of_device(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str | None:
+    """The area of the device that heard the request (a voice satellite): "here"."""
+    device_id = chat_log.llm_api.llm_context.device_id if chat_log.llm_api else None
+    device = dr.async_get(hass).async_get(device_id) if device_id else None
+    area = ar.async_get(hass).async_get_area(device.area_id) if device and device.area_id else None
+    return area.name if area else None
+
+
+def _call_format(agent: BotPsyLLMEntity) -> CallFormat:
+    template = agent.engine.chat_template
+    return detect_format(template.source if template else None)
+
+
+async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope) -> str | None:
+    """Generation rounds until the request is done; the reply, or None if the model's
+    text (already streamed) is the reply or a confirmation was asked for."""
+    options = agent.subentry.data
+    rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
+    toolbox = scope.toolbox
+    hold = hold_rule(toolbox, bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)))
+    fmt = _call_format(agent)
+    results: list[dict[str, Any]] = []
+    done: list[dict[str, Any]] = []  # HA's intents that acted, as our results say it
+    ran: set[str] = set()  # every call run this turn: a repeat is not run again
+    for round_number in range(rounds + 1):
+        failed = [r for r in results if r.get("error") and is_action(toolbox.compiled, r["name"])]
+        if round_number == rounds and failed:
+            break
+        # A question, once something was read, is answered with what was read.
+        if scope.question and (facts := describe_states(results)):
+            return facts
+        # A request (not a question: "how warm is it outside?" reads) that names no device
+        # and points at none ("hello", "tell me a joke") is answered in words: a small
+        # model otherwise reads some area's states for it.
+        chat = scope.named.nothing and not scope.question
+        with_tools = round_number < rounds and not (scope.question and results) and not chat
+        request = agent.prompts.round_request(
+            chat_log,
+            toolbox,
+            fmt,
+            scope.entity_ids,
+            with_tools=with_tools,
+            read_only=scope.question,
+            named=scope.named,
+        )
+        # After a failed action, text is held back: it could claim what did not happen.
+        # The last round allows no calls: those the model still writes are not run.
+        generation = Generation(
+            fmt,
+            agent.stats,
+            stream_text=not failed,
+            hold=hold,
+            allow_calls=with_tools,
+            ran=ran,
+            # Whatever the model writes, a question runs no action,
+            # and no action on a device that does not fit what the request names.
+            refuse=lambda call: (scope.question and toolbox.writes(call.name)) or toolbox.unfit(call, scope.named),
+            spread=lambda call: toolbox.spread(call, scope.named),
+        )
+        # What HA's intents change is seen against the states before the round.
+        before = {e.entity_id: s for e in toolbox.home.entities if (s := agent.hass.states.get(e.entity_id))}
+        async for content in chat_log.async_add_delta_content_stream(
+            agent.entity_id, generation.stream(agent.engine, request)
+        ):
+            if isinstance(content, conversation.ToolResultContent):
+                data: dict[str, Any] = dict(content.result.data or {})
+                results.append({**data, "name": content.tool_name})
+                # What the search found can be acted on in the next round.
+                scope.entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
+        agent.prompts.record(chat_log.conversation_id, request, generation.text)
+        chat_log.async_trace(generation.trace())
+        if agent.warmup is not None and request.prompt is not None and generation.timings is not None:
+            agent.warmup.async_served(request.prompt, generation.timings)
+        new = results[len(results) - len(generation.calls) :]
+        LOGGER.debug(
+            "Request %r, round %d: %d entities shortlisted, grammar %d bytes, calls %s, held %s, results %s",
+            scope.utterance,
+            round_number,
+            len(scope.entity_ids),
+            len(request.grammar or ""),
+            [(c.tool_name, c.tool_args) for c in generation.calls],
+            generation.held,
+            new,
+        )
+        if generation.held:
+            # Whatever else ran is reported with the question.
+            if done := [r for r in new if is_action(toolbox.compiled, r["name"])]:
+                await async_say(chat_log, agent.entity_id, describe(done))
+            await async_ask_confirmation(agent.hass, chat_log, agent.entity_id, *generation.held[0])
+            return None
+        if not generation.calls:
+            parsed = generation.parsed
+            if not failed and parsed is not None and parsed.errors and not parsed.content:
+                return "Sorry, I could not make sense of the model's answer."
+            break
+        # Actions all done (BotPsy's, or HA's intents): say what changed. Reads and
+        # failures go back to the model for another round.
+        ours = {r["name"] for r in new if is_action(toolbox.compiled, r["name"])}
+        outcomes = [
+            r if r["name"] in ours and not r.get("error") else intent_outcome(agent.hass, r, before) for r in new
+        ]
+        done += [o for o in outcomes if o is not None and o.get("intent")]
+        if all(outcomes):
+            return describe([o for o in outcomes if o is not None])
+    if actions := [r for r in results if is_action(toolbox.compiled, r["name"])] + done:
+        return describe(actions)
+    last = chat_log.content[-1]
+    if not isinstance(last, conversation.AssistantContent) or not last.content:
+        return "Sorry, I could not finish that request."
+    return None
+
+
+async def async_plan(agent: BotPsyLLMEntity, text: str, context: Context, language: str | None) -> list[dict[str, Any]]:
+    """The calls `agent` would make for `text`, each validated; none is run."""
+    user_input = conversation.ConversationInput(
+        text=text,
+        context=context,
+        conversation_id=None,
+        device_id=None,
+        satellite_id=None,
+        language=language or agent.hass.config.language,
+        agent_id=agent.entity_id,
+    )
+    with (
+        chat_session.async_get_chat_session(agent.hass, None) as session,
+        conversation.async_get_chat_log(agent.hass, session, user_input) as chat_log,
+    ):
+        await chat_log.async_provide_llm_data(
+            user_input.as_llm_context(DOMAIN),
+            agent.subentry.data.get(CONF_LLM_HASS_API) or None,
+            agent.subentry.data.get(CONF_PROMPT),
+            None,
+        )
+        toolbox = Toolbox.from_api(agent.hass, chat_log.llm_api)
+        fmt = _call_format(agent)
+        entity_ids = shortlist(toolbox.home.entities, text)
+        named = named_in(text, toolbox.home.entities)
+        request = agent.prompts.round_request(chat_log, toolbox, fmt, entity_ids, with_tools=True, named=named)
+        output = ""
+        try:
+            async for event in agent.engine.generate(request):
+                if isinstance(event, TextDelta):
+                    output += event.text
+        except EngineError as err:
+            raise engine_failure("engine_error", err) from err
+    tools = {t.key: t for t in toolbox.compiled}
+    plan: list[dict[str, Any]] = []
+    for call in fmt.parse(output).calls:
+        step: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+        try:
+            valid = validate_call(call, tools)
+            await async_check(agent.hass, valid, context)
+        except CallRejectedError as err:
+            plan.append({**step, "valid": False, "error": str(err)})
+            continue
+        risky = needs_confirmation(valid.domain, valid.tool.service, toolbox.home.entity(valid.entity_id))
+        plan.append({**step, "arguments": valid.arguments, "valid": True, "needs_confirmation": risky})
+    return plan

@@ -1,0 +1,165 @@
+"""The tools of one request: BotPsy's compiled ones and other APIs' (HA's Assist intents).
+
+The prompt shows every tool (a stable prefix); the grammar allows only those that fit the
+request: the shortlisted devices that fit what it names, and only reads for a question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from homeassistant.core import HomeAssistant
+from homeassistant.helpers import llm
+import probatio
+
+from .core.formats import ToolCall
+from .core.home import Entity, Home
+from .core.prompt import intent_examples
+from .core.requested import Named
+from .core.shortlist import restrict
+from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
+from .home_snapshot import exposed_entities
+from .llm_api import CompiledTool
+
+
+@dataclass(slots=True)
+class Toolbox:
+    """The tools of one request: BotPsy's compiled ones and any others (HA's Assist API)."""
+
+    compiled: list[Tool] = field(default_factory=list)
+    others: list[llm.Tool] = field(default_factory=list)
+    home: Home = field(default_factory=lambda: Home((), ()))
+    # The other tools' JSON schemas, converted once.
+    others_parameters: list[dict[str, Any]] = field(default_factory=list)
+    # Whether the grammar can write every other tool (else the output is left free).
+    others_constrainable: bool = True
+    # Domains with services of their own: the devices other APIs' writing tools can act on.
+    actionable_domains: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_api(cls, hass: HomeAssistant, api: llm.APIInstance | None) -> Toolbox:
+        box = cls()
+        for tool in api.tools if api else []:
+            inner = tool.tool if isinstance(tool, llm.NamespacedTool) else tool
+            if isinstance(inner, CompiledTool):
+                box.compiled.extend(replace(compiled, name=tool.name) for compiled in inner.compiled)
+                box.home = inner.home
+            else:
+                box.others.append(tool)
+        if box.others:
+            if not box.home.entities:  # for the shortlist and the names HA's intents take
+                box.home = Home(exposed_entities(hass), ())
+            serializer = api.custom_serializer if api else None
+            box.others_parameters = [
+                probatio.to_openapi(t.parameters, custom_serializer=serializer) for t in box.others
+            ]
+            box.actionable_domains = frozenset(hass.services.async_services())
+            vocabulary = home_vocabulary(box.home.entities)
+            box.others_constrainable = all(
+                schema_tool(t.name, p, vocabulary) is not None
+                for t, p in zip(box.others, box.others_parameters, strict=True)
+            )
+        return box
+
+    def for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
+        """Compiled tools restricted to the shortlisted entities that fit what the request
+        names (tools without targets stay); only those that read if `read_only`.
+
+        For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
+        """
+        fitting = [e for e in entity_ids if (entity := self.home.entity(e)) is None or named.fits(entity)]
+        tools = [
+            *(t for t in restrict(self.compiled, fitting) if t.read_only or not read_only),
+            *(t for t in self.compiled if not t.targets),
+        ]
+        order = {t.key: i for i, t in enumerate(self.compiled)}
+        return sorted(tools, key=lambda t: order[t.key])
+
+    def others_for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
+        """The other APIs' tools (HA's intents) as the grammar writes them for this request:
+        the names, areas, domains and device classes they take are only those of the
+        shortlisted devices that fit what the request names; only those that read if
+        `read_only`."""
+        if not self.others_constrainable:
+            return []
+        fitting = [e for i in entity_ids if (e := self.home.entity(i)) is not None and named.fits(e)]
+        # A tool that writes names only devices that can be acted on (a lock, not its sensor).
+        reading = home_vocabulary(fitting)
+        writing = home_vocabulary(e for e in fitting if e.domain in self.actionable_domains)
+        return [
+            written
+            for tool, parameters in zip(self.others, self.others_parameters, strict=True)
+            if tool.annotations.read_only or not read_only
+            if (written := schema_tool(tool.name, parameters, reading if tool.annotations.read_only else writing))
+            is not None
+        ]
+
+    def examples(self) -> list[str]:
+        """Example requests and calls for the other APIs' tools, on the home's devices."""
+        tools = [(t.name, p) for t, p in zip(self.others, self.others_parameters, strict=True)]
+        return intent_examples(tools, self.home)
+
+    def writes(self, name: str) -> bool:
+        """Whether the tool `name` may change the home (a compiled action, or another
+        API's tool not marked read-only)."""
+        other = next((t for t in self.others if t.name == name), None)
+        return is_action(self.compiled, name) or (other is not None and not other.annotations.read_only)
+
+    def unfit(self, call: ToolCall, named: Named) -> bool:
+        """Whether `call` acts on a device that does not fit what the request names."""
+        entity = self.home.entity(str(call.arguments.get("entity_id")))
+        return is_action(self.compiled, call.name) and entity is not None and not named.fits(entity)
+
+    def one_of_several(self, named: Named) -> list[Entity]:
+        """The devices BotPsy can act on that a request for one device of a kind could
+        mean, if more than one (see `Named.one_of_several`)."""
+        if not self.compiled:
+            return []
+        actionable = {e for t in self.compiled if not t.read_only for e in t.targets}
+        return named.one_of_several(e for e in self.home.entities if e.entity_id in actionable)
+
+    def spread(self, call: ToolCall, named: Named) -> list[ToolCall]:
+        """`call`, and the same call on every other device that fits a request for every
+        device of a kind in a place ("close the curtains in the bedroom"): a small model
+        writes the call once. Only devices whose action takes the same arguments."""
+        entity = self.home.entity(str(call.arguments.get("entity_id")))
+        if not (named.every and (named.areas or named.floors) and entity is not None and named.fits(entity)):
+            return [call]
+        action = call.arguments.get(ACTION)
+        tool = next((t for t in self.compiled if t.name == call.name and t.service == action and not t.read_only), None)
+        if tool is None or entity.entity_id not in tool.targets:
+            return [call]
+        wanted = set(call.arguments) - {"entity_id", ACTION}
+        others = [
+            e
+            for e, params in tool.targets.items()
+            if e != entity.entity_id
+            and (other := self.home.entity(e)) is not None
+            and named.fits(other)
+            and wanted <= {p.name for p in params}
+        ]
+        return [call, *(ToolCall(call.name, {**call.arguments, "entity_id": e}) for e in others)]
+
+    def nothing_fits(self, named: Named) -> bool:
+        """Whether the request names an area, floor or kind of device, and no device that
+        BotPsy can act on fits it."""
+        if not (named.areas or named.floors or named.kinds) or not self.compiled:
+            return False
+        actionable = {e for t in self.compiled if not t.read_only for e in t.targets}
+        return not any(named.fits(e) for e in self.home.entities if e.entity_id in actionable)
+
+    def schemas(self, tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
+        """Every tool (or only `tools` of the compiled ones), in a fixed order and naming no
+        entity: the same for every request."""
+        result = function_schemas(self.compiled if tools is None else tools)
+        for tool, parameters in zip(self.others, self.others_parameters, strict=True):
+            function = {"name": tool.name, "description": tool.description or "", "parameters": parameters}
+            result.append({"type": "function", "function": function})
+        return result
+
+
+def is_action(tools: Sequence[Tool], name: str) -> bool:
+    """A compiled device action (reported from its result, not by the model)."""
+    return any(t.name == name and not t.read_only for t in tools)
