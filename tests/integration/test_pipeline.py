@@ -61,17 +61,22 @@ async def test_prefer_local_handles_plain_commands_without_the_model(
 
 async def test_questions_keep_the_conversation_open(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """A voice satellite listens for the answer to every question the agent asks, and
-    only then: the confirmation of a risky action, and a question of the model's own."""
+    only then: the confirmation of a risky action, which of several devices is meant, and
+    a question of the model's own."""
     script(
         agent,
         XML.render(ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock"})),
-        "Which light do you mean?",
+        "Which lights do you mean?",
         XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})),
     )
     asked = await run_text(hass, "Unlock the front door", prefer_local=False)
     assert speech(asked).endswith("do you want me to unlock Front Door?")
     assert asked["intent_output"]["continue_conversation"] is True
-    question = await run_text(hass, "Turn on the light", prefer_local=False)
+    which = await run_text(hass, "Turn on the light", prefer_local=False)
+    assert speech(which).startswith("Which light do you mean: ")
+    assert which["intent_output"]["continue_conversation"] is True
+    question = await run_text(hass, "Make it cosy", prefer_local=False)
+    assert speech(question) == "Which lights do you mean?"
     assert question["intent_output"]["continue_conversation"] is True
     done = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
     assert speech(done) == "Kitchen Lights: on → off."
@@ -102,7 +107,7 @@ async def test_reply_streams_into_the_pipeline(hass: HomeAssistant, agent: MockC
             hass, Context(), async_get_pipeline(hass, pipeline.id), PipelineStage.INTENT, PipelineStage.INTENT,
             events.append,
         )  # fmt: skip
-        pipeline_input = PipelineInput(run=run, session=session, intent_input="Turn on the light")
+        pipeline_input = PipelineInput(run=run, session=session, intent_input="Make it cosy")
         await pipeline_input.validate()
         await pipeline_input.execute()
     pieces = [
