@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.const import Platform
 from homeassistant.core import HomeAssistant
-from homeassistant.exceptions import ConfigEntryError, ConfigEntryNotReady
+from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryError, ConfigEntryNotReady
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.typing import ConfigType
 
 from . import llm_api
 from .const import DOMAIN
 from .core.engine import Engine
-from .core.errors import EngineUnavailableError, ModelLoadError
+from .core.errors import AuthenticationError, EngineUnavailableError, ModelLoadError
 from .engines import async_get_engine_manager
 from .services import async_register_services
 from .stats import EngineStats
@@ -45,6 +45,10 @@ async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bo
     manager = async_get_engine_manager(hass)
     try:
         engine = await manager.async_acquire(entry.entry_id, entry.data)
+    except AuthenticationError as err:
+        raise ConfigEntryAuthFailed(
+            translation_domain=DOMAIN, translation_key="auth_failed", translation_placeholders={"error": str(err)}
+        ) from err
     except ModelLoadError as err:
         raise ConfigEntryError(
             translation_domain=DOMAIN, translation_key="model_unusable", translation_placeholders={"error": str(err)}

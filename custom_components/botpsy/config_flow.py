@@ -71,7 +71,7 @@ from .const import (
 )
 from .core import download
 from .core.embedded import default_threads
-from .core.errors import EngineError, EngineUnavailableError, ModelLoadError
+from .core.errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
 from .core.gguf_metadata import read_gguf_metadata
 from .core.remote import RemoteEngine, RemoteOptions
 
@@ -234,8 +234,10 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
             info = await engine.async_load()
         except EngineUnavailableError:
             return {"base": "cannot_connect"}, ""
-        except ModelLoadError as err:
-            return {"base": "invalid_auth" if "API key" in str(err) else "no_model"}, ""
+        except AuthenticationError:
+            return {"base": "invalid_auth"}, ""
+        except ModelLoadError:
+            return {"base": "no_model"}, ""
         except EngineError:
             return {"base": "not_openai_compatible"}, ""
         return {}, info.name
@@ -253,6 +255,27 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(
             step_id="remote",
             data_schema=self.add_suggested_values_to_schema(_remote_schema({}), user_input or {}),
+            errors=errors,
+        )
+
+    async def async_step_reauth(self, entry_data: Mapping[str, Any]) -> ConfigFlowResult:
+        """The model server refused the API key."""
+        return await self.async_step_reauth_confirm()
+
+    async def async_step_reauth_confirm(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        entry = self._get_reauth_entry()
+        errors: dict[str, str] = {}
+        if user_input is not None:
+            data = {**entry.data, CONF_API_KEY: user_input[CONF_API_KEY]}
+            errors, _model = await self._async_check_remote(data)
+            if not errors:
+                return self.async_update_reload_and_abort(entry, data=data)
+        return self.async_show_form(
+            step_id="reauth_confirm",
+            data_schema=probatio.Schema(
+                {probatio.Required(CONF_API_KEY): TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))}
+            ),
+            description_placeholders={"url": entry.data[CONF_URL]},
             errors=errors,
         )
 

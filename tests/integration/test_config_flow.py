@@ -251,3 +251,35 @@ async def test_two_entries_share_a_model_loaded_once(hass: HomeAssistant, tiny_m
     assert engine.pid == pid  # type: ignore[attr-defined]
     assert await hass.config_entries.async_unload(second.entry_id)
     assert engine.pid is None  # type: ignore[attr-defined]
+
+
+async def test_refused_api_key_asks_for_a_new_one(hass: HomeAssistant, socket_enabled: None) -> None:
+    """A server that stops accepting the key: setup fails as an auth failure, and the
+    reauthentication flow takes a new key, checks it and reloads the entry."""
+
+    async def models(request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != "Bearer new":
+            return web.Response(status=401)
+        return web.json_response({"data": [{"id": "served"}]})
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        entry = make_entry({CONF_ENGINE: ENGINE_REMOTE, CONF_URL: str(server.make_url("")), CONF_API_KEY: "old"})
+        entry.add_to_hass(hass)
+        assert not await hass.config_entries.async_setup(entry.entry_id)
+        assert entry.state is config_entries.ConfigEntryState.SETUP_ERROR
+        [flow] = hass.config_entries.flow.async_progress_by_handler(DOMAIN)
+        assert flow["context"]["source"] == config_entries.SOURCE_REAUTH
+        result = await hass.config_entries.flow.async_configure(flow["flow_id"], {CONF_API_KEY: "wrong"})
+        assert result["errors"] == {"base": "invalid_auth"}
+        result = await hass.config_entries.flow.async_configure(flow["flow_id"], {CONF_API_KEY: "new"})
+        assert result["type"] is FlowResultType.ABORT and result["reason"] == "reauth_successful"
+        await hass.async_block_till_done()
+        assert entry.data[CONF_API_KEY] == "new"
+        assert entry.state is config_entries.ConfigEntryState.LOADED
+        await hass.config_entries.async_unload(entry.entry_id)
+    finally:
+        await server.close()

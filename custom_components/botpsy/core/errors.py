@@ -15,6 +15,10 @@ class ModelLoadError(EngineError):
     """The model file or server model cannot be used."""
 
 
+class AuthenticationError(ModelLoadError):
+    """The server refused the API key: only a new key helps."""
+
+
 class EngineUnavailableError(EngineError):
     """The engine (worker process or server) cannot be reached or stopped mid-request."""
 

@@ -28,7 +28,7 @@ from .engine import (
     Timings,
     ToolCallDelta,
 )
-from .errors import EngineError, EngineUnavailableError, ModelLoadError
+from .errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0
@@ -99,7 +99,7 @@ class RemoteEngine:
                     timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
                 ) as response:
                     if response.status in (401, 403):
-                        raise ModelLoadError("The server refused the API key")
+                        raise AuthenticationError("The server refused the API key")
                     if response.status != 200:
                         raise EngineError(f"{path} answered HTTP {response.status}")
                     return await response.json(content_type=None)
@@ -209,6 +209,8 @@ class RemoteEngine:
         calls: dict[int, dict[str, str]] = {}
         try:
             async with await self._post_stream(path, body) as response:
+                if response.status in (401, 403):
+                    raise AuthenticationError("The server refused the API key")
                 if response.status != 200:
                     detail = (await response.text())[:300]
                     raise EngineError(f"The server answered HTTP {response.status}: {detail}")
