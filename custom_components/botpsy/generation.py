@@ -104,8 +104,7 @@ class Generation:
                     self.stats.async_record(event.timings, time.monotonic() - started)
                     self.timings = event.timings
         except EngineError as err:
-            LOGGER.error("BotPsy engine error: %s", err)
-            self.stats.async_record_error(str(err))
+            self.stats.async_record_error(str(err))  # logged once until a request succeeds
             raise engine_failure("engine_error", err) from err
         self.text = text
         self.parsed = self.fmt.parse(text) if self.fmt else ParsedOutput(content=text.strip())

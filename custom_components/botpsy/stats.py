@@ -10,6 +10,7 @@ from typing import Any
 
 from homeassistant.core import CALLBACK_TYPE, callback
 
+from .const import LOGGER
 from .core.engine import Timings
 
 RECENT = 20
@@ -22,11 +23,16 @@ class EngineStats:
     last_decode_tokens_per_s: float | None = None
     last_prompt_reuse_pct: float | None = None
     last_error: str | None = None
+    # Whether the last request failed: the log says so once, and once when one succeeds.
+    failing: bool = False
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=RECENT))
     _listeners: list[Callable[[], None]] = field(default_factory=list)
 
     @callback
     def async_record(self, timings: Timings, latency_s: float) -> None:
+        if self.failing:
+            self.failing = False
+            LOGGER.info("The BotPsy engine serves requests again")
         self.requests += 1
         self.last_latency_s = round(latency_s, 3)
         if timings.decode_seconds > 0:
@@ -40,6 +46,11 @@ class EngineStats:
 
     @callback
     def async_record_error(self, error: str) -> None:
+        if not self.failing:
+            self.failing = True
+            LOGGER.error("The BotPsy engine failed a request: %s", error)
+        else:
+            LOGGER.debug("The BotPsy engine failed a request again: %s", error)
         self.last_error = error[:255]
         self._notify()
 

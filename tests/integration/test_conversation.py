@@ -10,6 +10,7 @@ from typing import Any
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import chat_session, intent
+import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.botpsy.core.embedded import EmbeddedEngine
@@ -100,6 +101,20 @@ async def test_engine_error_is_a_clear_reply_and_a_sensor(hass: HomeAssistant, e
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert "The model failed to answer: The model is not loaded" in result.response.speech["plain"]["speech"]
     assert hass.states.get("sensor.tiny_last_error").state == "The model is not loaded"  # type: ignore[union-attr]
+
+
+async def test_an_unavailable_engine_is_logged_once_and_its_return_once(
+    hass: HomeAssistant, embedded_entry: MockConfigEntry, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = embedded_entry.runtime_data.engine
+    assert isinstance(engine, EmbeddedEngine)
+    await engine.async_unload()
+    for _ in range(3):
+        await converse(hass, "Hello")
+    assert len([r for r in caplog.records if "engine failed a request" in r.message and r.levelname == "ERROR"]) == 1
+    await engine.async_load()
+    await converse(hass, "Hello")
+    assert len([r for r in caplog.records if "serves requests again" in r.message]) == 1
 
 
 async def test_model_without_chat_template_uses_a_fallback(
