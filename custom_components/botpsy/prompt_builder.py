@@ -255,9 +255,10 @@ class PromptBuilder:
         with_tools: bool,
         read_only: bool = False,
         named: Named = NAMES_NOTHING,
+        must_call: bool = False,
     ) -> GenerateRequest:
         """The request of one generation round (calls allowed only if `with_tools`, and only
-        BotPsy's reading ones if `read_only`).
+        BotPsy's reading ones if `read_only`; no text instead of a call if `must_call`).
 
         The prompt shows every tool in every round (a stable prefix); the grammar allows
         the shortlisted targets only, and no call at all when calls are not allowed. An
@@ -273,7 +274,8 @@ class PromptBuilder:
             schemas = toolbox.schemas(tools)
         if with_tools:
             tools += toolbox.others_for_request(entity_ids, named, read_only=read_only)
-        grammar = compile_grammar(tuple(tools), fmt) if constrained and offered else None
+        allow_text = not (must_call and tools)
+        grammar = compile_grammar(tuple(tools), fmt, allow_text=allow_text) if constrained and offered else None
         conversation_id = chat_log.conversation_id
         turn = next((c for c in reversed(chat_log.content) if isinstance(c, conversation.UserContent)), None)
         if turn is not None and self._conversations.user_text(conversation_id, turn) is None:

@@ -142,6 +142,9 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             with_tools=with_tools,
             read_only=scope.question,
             named=scope.named,
+            # A request for an action on what fits it is answered by a call first: a
+            # model that would rather explain the call (in text) makes it.
+            must_call=round_number == 0 and with_tools and not scope.question and not scope.named.nothing,
         )
         # After a failed action, text is held back: it could claim what did not happen.
         # The last round allows no calls: those the model still writes are not run.

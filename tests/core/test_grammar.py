@@ -130,7 +130,16 @@ def test_calls_without_their_tags_are_calls(fmt: CallFormat, call: ToolCall, che
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
 @pytest.mark.parametrize(
     "text",
-    ['{"name": "light"}', "```json", "[1]", " The light is on.", "\nOK", "It is <b>on</b>", "Done {now}"],
+    [
+        '{"name": "light"}',
+        "```json",
+        "[1]",
+        " The light is on.",
+        "\nOK",
+        "It is <b>on</b>",
+        "Done {now}",
+        "Use this command: ```json light```",  # an explained call instead of a call
+    ],
 )
 def test_answers_cannot_begin_or_look_like_a_call(fmt: CallFormat, text: str, checker: GrammarChecker) -> None:
     assert not checker.accepts(GRAMMARS[fmt.name], text)

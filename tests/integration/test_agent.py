@@ -51,6 +51,8 @@ async def test_call_runs_and_reply_says_what_changed(
     assert speech == "Kitchen Lights: on → off."
     request = engine.requests[0]
     assert request.prompt is not None and request.grammar is not None
+    # A request for an action is answered by a call, not by text about one.
+    assert request.grammar.startswith("root ::= calls")
     # The tools are in the prompt, in the model's template; the call is one the grammar allows.
     assert '"name": "light"' in request.prompt
     assert GrammarChecker(tiny_model).accepts(request.grammar, call)

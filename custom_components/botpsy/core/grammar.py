@@ -18,7 +18,9 @@ from .tools import ACTION, Param, Tool
 
 # Text answers may not start like a call or a near miss of one (formats.CALL_OPENERS), nor
 # with blank space (the first character decides); tags and JSON have no place in them.
-ANSWER_RULE = "answer ::= [^<{[`\\x00 \\t\\n] [^<{\\x00]*"
+# No code either: a spoken reply has no use for backticks, and a model that explains a
+# call in a code block instead of making it must not show the user call syntax.
+ANSWER_RULE = "answer ::= [^<{[`\\x00 \\t\\n] [^<{`\\x00]*"
 _ENUMERATE_UP_TO = 200
 # Calls in one answer: a bound that stops a model from looping (a base model repeats the
 # same call until it runs out of tokens). Free text values are bounded by the formats.
