@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -66,8 +67,11 @@ class Protocol:
             else:
                 self.requests.put(message)
         # The parent closed the pipe or died: nobody reads what a running generation would
-        # still write, so stop now instead of finishing it.
-        os._exit(0)
+        # still write, so stop now instead of finishing it. As a SIGTERM, not os._exit, so
+        # that a process-wide handler (the tests' coverage) still runs; such a handler runs
+        # in the main thread, which the stop request wakes if it waits for work.
+        self.requests.put({"id": 0, "op": "stop"})
+        signal.raise_signal(signal.SIGTERM)
 
 
 class Model:
@@ -392,6 +396,8 @@ def serve(options: dict[str, Any]) -> None:
     while True:
         request = io.requests.get()
         rid = request["id"]
+        if request["op"] == "stop":
+            return
         try:
             if request["op"] == "ping":
                 io.send({"id": rid, "result": model.snapshot_memory()})
