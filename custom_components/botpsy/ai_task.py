@@ -22,6 +22,9 @@ from .entity import BotPsyLLMEntity
 from .generation import Generation
 from .toolbox import Toolbox
 
+# The engine queues requests itself (one model, shared by every agent).
+PARALLEL_UPDATES = 0
+
 
 async def async_setup_entry(
     hass: HomeAssistant,

@@ -16,6 +16,9 @@ from .const import CONF_PROMPT, DOMAIN
 from .entity import BotPsyLLMEntity
 from .prefix_warmup import PrefixWarmup
 
+# The engine queues requests itself (one model, shared by every agent).
+PARALLEL_UPDATES = 0
+
 
 async def async_setup_entry(
     hass: HomeAssistant,

@@ -65,6 +65,10 @@ SENSORS = (
 )
 
 
+# Pushed by the engine's figures, never polled.
+PARALLEL_UPDATES = 0
+
+
 async def async_setup_entry(
     hass: HomeAssistant,
     entry: BotPsyConfigEntry,
