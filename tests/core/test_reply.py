@@ -18,3 +18,10 @@ def test_a_question_is_answered_with_what_was_read() -> None:
 def test_the_same_failure_is_said_once() -> None:
     failed = {"name": "light", "arguments": {"entity_id": "light.x"}, "error": "no"}
     assert describe([failed, failed]) == "I did not change light.x: no."
+
+
+def test_an_intents_failure_says_why_without_call_syntax() -> None:
+    failed = {"name": "intent__HassTurnOff", "error": "MatchFailedError", "error_text": "No device named Garage"}
+    assert describe([failed]) == "I did not change anything: No device named Garage."
+    done = {"name": "intent__HassTurnOn", "arguments": {"entity_id": "Porch Light"}, "changes": [], "intent": True}
+    assert describe([done]) == "Done: Porch Light."

@@ -20,9 +20,12 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
     """One sentence per call: what changed, what ran without a visible change, or why not."""
     sentences = []
     for result in results:
-        target = result.get("arguments", {}).get("entity_id") or result.get("name", "the call")
+        arguments = result.get("arguments") or {}
+        # HA's intents name a device by `name`; a tool's own name is call syntax, not said.
+        target = arguments.get("entity_id") or arguments.get("name") or "anything"
         if result.get("error"):
-            sentences.append(f"I did not change {target}: {result['error']}.")
+            # HA's intents put the reason in `error_text` beside the error's type.
+            sentences.append(f"I did not change {target}: {result.get('error_text') or result['error']}.")
             continue
         changes = result.get("changes") or []
         for change in changes:
