@@ -19,11 +19,12 @@ from typing import Any
 
 import aiohttp
 
-BASE = "http://127.0.0.1:8123"
+# scripts/smoke runs another instance beside this one: its port and configuration folder.
+BASE = f"http://127.0.0.1:{os.environ.get('BOTPSY_DEV_PORT', '8123')}"
 CLIENT_ID = f"{BASE}/"
 USER, PASSWORD = "dev", "botpsy-dev"
 REPO = Path(__file__).resolve().parent.parent
-CONFIG = REPO / "config"
+CONFIG = Path(os.environ.get("BOTPSY_DEV_CONFIG") or REPO / "config")
 TOKEN_FILE = CONFIG / ".botpsy-dev-token"
 BOTPSY_FILE = "BotPsy-0.8B-Q4_K_M.gguf"
 
