@@ -6,7 +6,7 @@ conversation confirms it and the device is still as it was then.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from .core.validate import CallRejectedError, validate_call
 from .generation import async_say
 from .toolbox import Toolbox, is_action
 
-DATA_PENDING: HassKey[dict[str, PendingAction]] = HassKey(f"{DOMAIN}_pending")
+DATA_PENDING: HassKey[dict[str, tuple[PendingAction, ...]]] = HassKey(f"{DOMAIN}_pending")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ def snapshot(state: State) -> tuple[str, tuple[tuple[str, Any], ...]]:
 
 
 @callback
-def pending_actions(hass: HomeAssistant) -> dict[str, PendingAction]:
+def pending_actions(hass: HomeAssistant) -> dict[str, tuple[PendingAction, ...]]:
     return hass.data.setdefault(DATA_PENDING, {})
 
 
@@ -113,18 +113,21 @@ def hold_rule(toolbox: Toolbox, enabled: bool) -> Callable[[ToolCall], Risk | No
 
 
 async def async_ask_confirmation(
-    hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str, call: ToolCall, risk: Risk
+    hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str, held: Sequence[tuple[ToolCall, Risk]]
 ) -> None:
-    """Hold `call` for this conversation and ask the user (a question: the conversation stays open)."""
-    state = hass.states.get(risk.entity_id)
-    name = state.name if state else risk.entity_id
-    pending_actions(hass)[chat_log.conversation_id] = PendingAction(
-        call, risk.entity_id, name, snapshot(state) if state else None
-    )
-    # "unlock", "open" (open_cover), "disarm" (alarm_disarm): the action without its domain.
-    noise = {risk.entity_id.partition(".")[0], "alarm"}
-    action = " ".join(w for w in risk.action.split("_") if w not in noise)
-    await async_say(chat_log, agent_id, f"To be safe, I ask first: do you want me to {action} {name}?")
+    """Hold the calls for this conversation and ask the user about all of them (a question:
+    the conversation stays open)."""
+    pending = []
+    asked = []
+    for call, risk in held:
+        state = hass.states.get(risk.entity_id)
+        name = state.name if state else risk.entity_id
+        pending.append(PendingAction(call, risk.entity_id, name, snapshot(state) if state else None))
+        # "unlock", "open" (open_cover), "disarm" (alarm_disarm): the action without its domain.
+        noise = {risk.entity_id.partition(".")[0], "alarm"}
+        asked.append(" ".join([*(w for w in risk.action.split("_") if w not in noise), name]))
+    pending_actions(hass)[chat_log.conversation_id] = tuple(pending)
+    await async_say(chat_log, agent_id, f"To be safe, I ask first: do you want me to {' and '.join(asked)}?")
 
 
 async def async_answer_pending(
@@ -134,32 +137,37 @@ async def async_answer_pending(
 
     Anything but a yes or a no is another request, and the held call is dropped.
     """
-    pending = pending_actions(hass).pop(chat_log.conversation_id, None)
-    if pending is None:
+    pending = pending_actions(hass).pop(chat_log.conversation_id, ())
+    if not pending:
         return False
+    names = " and ".join(p.name for p in pending)
     if not is_confirmation(utterance):
         if is_refusal(utterance):
-            await async_say(chat_log, agent_id, f"OK, I left {pending.name} as it is.")
+            await async_say(chat_log, agent_id, f"OK, I left {names} as {'they are' if len(pending) > 1 else 'it is'}.")
             return True
         return False
-    state = hass.states.get(pending.entity_id)
-    if state is None or snapshot(state) != pending.snapshot:
-        now = state.state if state else "gone"
-        await async_say(
-            chat_log, agent_id, f"{pending.name} changed since you asked (it is now {now}), so I did not act."
-        )
-        return True
-    call = llm.ToolInput(tool_name=pending.call.name, tool_args=pending.call.arguments)
+    sentences = []
+    calls = []
+    before: dict[str, State] = {}
+    for action in pending:
+        state = hass.states.get(action.entity_id)
+        if state is None or snapshot(state) != action.snapshot:
+            now = state.state if state else "gone"
+            sentences.append(f"{action.name} changed since you asked (it is now {now}), so I did not act.")
+            continue
+        before[action.entity_id] = state
+        calls.append(llm.ToolInput(tool_name=action.call.name, tool_args=action.call.arguments))
 
     async def confirmed() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
-        yield {"role": "assistant", "tool_calls": [call]}
+        yield {"role": "assistant", "tool_calls": calls}
 
-    results = [
-        {**dict(content.result.data or {}), "name": content.tool_name}
-        async for content in chat_log.async_add_delta_content_stream(agent_id, confirmed())
-        if isinstance(content, conversation.ToolResultContent)
-    ]
-    # BotPsy's results say what changed; an intent's is seen against the state before.
-    outcomes = [intent_outcome(hass, r, {state.entity_id: state}) or r for r in results]
-    await async_say(chat_log, agent_id, describe(outcomes))
+    if calls:
+        results = [
+            {**dict(content.result.data or {}), "name": content.tool_name}
+            async for content in chat_log.async_add_delta_content_stream(agent_id, confirmed())
+            if isinstance(content, conversation.ToolResultContent)
+        ]
+        # BotPsy's results say what changed; an intent's is seen against the states before.
+        sentences.append(describe([intent_outcome(hass, r, before) or r for r in results]))
+    await async_say(chat_log, agent_id, " ".join(sentences))
     return True

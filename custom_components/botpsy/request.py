@@ -189,7 +189,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             # Whatever else ran is reported with the question.
             if done := [r for r in new if is_action(toolbox.compiled, r["name"])]:
                 await async_say(chat_log, agent.entity_id, describe(done))
-            await async_ask_confirmation(agent.hass, chat_log, agent.entity_id, *generation.held[0])
+            await async_ask_confirmation(agent.hass, chat_log, agent.entity_id, generation.held)
             return None
         if not generation.calls:
             parsed = generation.parsed

@@ -255,6 +255,18 @@ async def test_unlock_through_ha_intents_is_asked_too(hass: HomeAssistant, agent
     assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
 
 
+async def test_several_risky_calls_are_asked_together(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Every held call is in the question and runs on the yes, none is dropped unsaid."""
+    openable = XML.render(ToolCall("lock", {"entity_id": "lock.openable_lock", "action": "unlock"}))
+    script(agent, f"{UNLOCK}\n{openable}")
+    speech, conversation_id = await ask(hass, "Unlock the front door and the openable lock")
+    assert speech == "To be safe, I ask first: do you want me to unlock Front Door and unlock Openable Lock?"
+    speech, _conversation_id = await ask(hass, "yes", conversation_id)
+    await hass.async_block_till_done()
+    for entity_id in ("lock.front_door", "lock.openable_lock"):
+        assert hass.states.get(entity_id).state == "unlocked", speech  # type: ignore[union-attr]
+
+
 async def test_garage_door_is_asked_and_no_cancels(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     script(agent, XML.render(ToolCall("cover", {"entity_id": "cover.garage_door", "action": "open_cover"})))
     speech, conversation_id = await ask(hass, "Open the garage")
