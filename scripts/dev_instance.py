@@ -25,7 +25,6 @@ CLIENT_ID = f"{BASE}/"
 USER, PASSWORD = "dev", "botpsy-dev"
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = Path(os.environ.get("BOTPSY_DEV_CONFIG") or REPO / "config")
-TOKEN_FILE = CONFIG / ".botpsy-dev-token"
 BOTPSY_FILE = "BotPsy-0.8B-Q4_K_M.gguf"
 
 
@@ -231,6 +230,8 @@ async def main() -> None:
         await wait_until_running(session, headers)
         await add_botpsy(session, headers)
         await use_botpsy_in_assist(session, access)
+        if os.environ.get("BOTPSY_DEV_NO_REQUEST"):  # scripts/uitest asks in the browser
+            return
         before = await light_state(session, headers)
         body = {"text": "Turn off the kitchen light", "agent_id": "conversation.botpsy", "language": "en"}
         started = time.monotonic()

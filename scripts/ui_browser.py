@@ -1,0 +1,94 @@
+"""The frontend in a real browser, against a running dev instance (see scripts/uitest).
+
+Headless Chromium (Debian's package; Playwright drives it and downloads no browser of its
+own): log in, the BotPsy integration's page, the Assist dialog answering a typed request
+(the light really changes), and the model's sensors. A screenshot of each step lands in
+the output folder; any step that fails stops the run with its screenshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+import shutil
+import sys
+import time
+import urllib.request
+
+from playwright.sync_api import Page, sync_playwright
+
+USER, PASSWORD = "dev", "botpsy-dev"
+KITCHEN_LIGHT = "light.kitchen_lights"
+
+
+def light_state(base: str, token: str) -> str:
+    request = urllib.request.Request(f"{base}/api/states/{KITCHEN_LIGHT}", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return str(json.load(response)["state"])
+
+
+def step(page: Page, out: Path, name: str) -> None:
+    page.wait_for_timeout(1500)  # animations settle
+    page.screenshot(path=str(out / f"{name}.png"))
+    print(f"[ui] {name}: {out / f'{name}.png'}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 860})
+        page.set_default_timeout(60_000)
+        # This instance's port is set in YAML, which HA asks to confirm once, over any page.
+        page.add_locator_handler(
+            page.get_by_text("Confirm new HTTP server configuration"),
+            lambda: page.get_by_role("button", name="Confirm").click(),
+        )
+        try:
+            page.goto(f"{args.base}/")
+            page.fill("input[name=username]", USER)
+            page.fill("input[name=password]", PASSWORD)
+            step(page, args.out, "01-login")
+            page.keyboard.press("Enter")
+            page.wait_for_url(lambda url: "/auth/" not in url)
+            page.wait_for_function("() => document.querySelector('home-assistant')?.hass?.auth")
+            # The session's own token, for checking the light through the REST API.
+            token = page.evaluate("() => document.querySelector('home-assistant').hass.auth.data.access_token")
+            page.goto(f"{args.base}/config/integrations/integration/botpsy")
+            page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
+            step(page, args.out, "02-integration")
+            before = light_state(args.base, token)
+            page.goto(f"{args.base}/lovelace/0")
+            page.wait_for_timeout(3000)
+            page.keyboard.press("a")  # HA's shortcut for the Assist dialog
+            box = page.locator("ha-assist-dialog input, ha-assist-chat input").first
+            box.fill("Turn off the kitchen light")
+            box.press("Enter")
+            page.get_by_text("Kitchen Lights:", exact=False).last.wait_for(timeout=120_000)
+            step(page, args.out, "03-assist")
+            after = light_state(args.base, token)
+            print(f"[ui] {KITCHEN_LIGHT}: {before} -> {after}", flush=True)
+            if after != "off":
+                return 1
+            page.keyboard.press("Escape")
+            page.goto(f"{args.base}/config/entities")
+            page.locator("search-input-outlined input, search-input input, ha-input-search input").first.fill("request")
+            page.get_by_text("Last request latency", exact=False).first.wait_for()
+            step(page, args.out, "04-sensors")
+        except Exception:
+            page.screenshot(path=str(args.out / "failed.png"))
+            raise
+        finally:
+            browser.close()
+    print(f"[ui] browser run passed in {time.monotonic() - started:.0f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
