@@ -38,7 +38,7 @@ from .const import (
 from .core.engine import TextDelta
 from .core.errors import EngineError
 from .core.formats import CallFormat, detect_format
-from .core.policy import is_question, needs_confirmation
+from .core.policy import is_question, needs_confirmation, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in
 from .core.shortlist import shortlist
@@ -57,6 +57,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     scope = Scope.of(agent.hass, chat_log, utterance)
     if not scope.question and scope.toolbox.nothing_fits(scope.named):
         reply: str | None = f"I found no {scope.named.describe()} that I can control, so I did nothing."
+    elif not scope.question and scope.named.nothing:
+        reply = reply_to_nothing(utterance)
     elif not scope.question and (several := scope.toolbox.one_of_several(scope.named)):
         names = [e.name for e in several]
         listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
@@ -129,11 +131,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         # A question, once something was read, is answered with what was read.
         if scope.question and (facts := describe_states(results)):
             return facts
-        # A request (not a question: "how warm is it outside?" reads) that names no device
-        # and points at none ("hello", "tell me a joke") is answered in words: a small
-        # model otherwise reads some area's states for it.
-        chat = scope.named.nothing and not scope.question
-        with_tools = round_number < rounds and not (scope.question and results) and not chat
+        with_tools = round_number < rounds and not (scope.question and results)
         request = agent.prompts.round_request(
             chat_log,
             toolbox,
@@ -144,7 +142,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             named=scope.named,
             # A request for an action on what fits it is answered by a call first: a
             # model that would rather explain the call (in text) makes it.
-            must_call=round_number == 0 and with_tools and not scope.question and not scope.named.nothing,
+            must_call=round_number == 0 and with_tools and not scope.question,
         )
         # After a failed action, text is held back: it could claim what did not happen.
         # The last round allows no calls: those the model still writes are not run.

@@ -48,3 +48,11 @@ def test_entry_devices_need_confirmation() -> None:
     assert not needs_confirmation("cover", "close_cover", garage)
     assert not needs_confirmation("cover", "open_cover", blind)
     assert needs_confirmation("lock", "unlock", None)
+
+
+def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
+    from custom_components.botpsy.core.policy import NOTHING_NAMED, reply_to_nothing
+
+    assert reply_to_nothing("Thank you!") == "You're welcome."
+    assert reply_to_nothing("good night") == "Good night!"
+    assert reply_to_nothing("Tell me a joke") == NOTHING_NAMED

@@ -61,3 +61,19 @@ _QUESTION = re.compile(
 def is_question(text: str) -> bool:
     """Whether the request is a question: answered from states and read tools, never by an action."""
     return bool(_QUESTION.match(text))
+
+
+# What people say to an assistant that asks for nothing, and its polite answer.
+_SOCIAL = (
+    (re.compile(r"^\s*(hello|hi|hey|good (morning|afternoon|evening))\b", re.I), "Hello! What can I do for you?"),
+    (re.compile(r"^\s*(thanks|thank you|cheers)\b", re.I), "You're welcome."),
+    (re.compile(r"^\s*good ?night\b", re.I), "Good night!"),
+    (re.compile(r"^\s*(bye|goodbye|see you)\b", re.I), "Goodbye!"),
+)
+NOTHING_NAMED = "I did not find a device in that request, so I did nothing."
+
+
+def reply_to_nothing(text: str) -> str:
+    """The answer to a request that names no device and points at none (not a question):
+    a small model's own words there are unreliable, so it is said without the model."""
+    return next((answer for pattern, answer in _SOCIAL if pattern.match(text)), NOTHING_NAMED)
