@@ -45,7 +45,7 @@ async def test_agent_entity_named_from_subentry(hass: HomeAssistant, embedded_en
 async def test_embedded_agent_replies_and_keeps_context(hass: HomeAssistant, embedded_entry: MockConfigEntry) -> None:
     engine = embedded_entry.runtime_data.engine
     assert isinstance(engine, EmbeddedEngine)
-    result = await converse(hass, "Hello, who are you?")
+    result = await converse(hass, "Who are you?")
     assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
     speech = result.response.speech["plain"]["speech"]
     timings = engine.last_timings
@@ -54,7 +54,7 @@ async def test_embedded_agent_replies_and_keeps_context(hass: HomeAssistant, emb
     first_prompt = timings.prompt_tokens
 
     # The second turn carries the first in its prompt; the shared prefix is reused.
-    again = await converse(hass, "And what can you do?", result.conversation_id)
+    again = await converse(hass, "What else can you do?", result.conversation_id)
     assert again.conversation_id == result.conversation_id
     second = engine.last_timings
     assert second is not None
@@ -72,7 +72,7 @@ async def test_remote_agent_replies(hass: HomeAssistant, remote_data: dict[str, 
     entry = make_entry(remote_data)
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
-    result = await converse(hass, "Hello")
+    result = await converse(hass, "What can you do?")
     assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
     timings = entry.runtime_data.engine.last_timings  # type: ignore[attr-defined]
     assert timings is not None and timings.decoded_tokens > 0 and timings.prompt_tokens > 0
@@ -87,7 +87,7 @@ async def test_worker_killed_gives_an_error_reply_then_recovers(
     assert engine.pid is not None
     os.kill(engine.pid, signal.SIGKILL)
     await hass.async_block_till_done()
-    result = await converse(hass, "Hello")
+    result = await converse(hass, "What can you do?")
     # The dead worker is noticed and a new one started for this request.
     assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
     assert engine.pid is not None
@@ -97,7 +97,7 @@ async def test_engine_error_is_a_clear_reply_and_a_sensor(hass: HomeAssistant, e
     engine = embedded_entry.runtime_data.engine
     assert isinstance(engine, EmbeddedEngine)
     await engine.async_unload()
-    result = await converse(hass, "Hello")
+    result = await converse(hass, "What can you do?")
     assert result.response.response_type is intent.IntentResponseType.ERROR
     assert "The model failed to answer: The model is not loaded" in result.response.speech["plain"]["speech"]
     assert hass.states.get("sensor.tiny_last_error").state == "The model is not loaded"  # type: ignore[union-attr]
@@ -110,10 +110,10 @@ async def test_an_unavailable_engine_is_logged_once_and_its_return_once(
     assert isinstance(engine, EmbeddedEngine)
     await engine.async_unload()
     for _ in range(3):
-        await converse(hass, "Hello")
+        await converse(hass, "What can you do?")
     assert len([r for r in caplog.records if "engine failed a request" in r.message and r.levelname == "ERROR"]) == 1
     await engine.async_load()
-    await converse(hass, "Hello")
+    await converse(hass, "What can you do?")
     assert len([r for r in caplog.records if "serves requests again" in r.message]) == 1
 
 
@@ -128,6 +128,6 @@ async def test_model_without_chat_template_uses_a_fallback(
     assert await hass.config_entries.async_setup(entry.entry_id)
     assert entry.runtime_data.engine.model_info is not None
     assert entry.runtime_data.engine.model_info.chat_template is None
-    result = await converse(hass, "Hello")
+    result = await converse(hass, "What can you do?")
     assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
     assert await hass.config_entries.async_unload(entry.entry_id)

@@ -110,20 +110,20 @@ async def test_warmup_follows_the_homes_structure_not_its_states(hass: HomeAssis
 
 async def test_a_lost_prefix_is_prefilled_again_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine, prefix = await warmed(hass, agent, "OK.", "OK.", "OK.", "OK.", "OK.")
-    await ask(hass, "Hello")
+    await ask(hass, "What can you do?")
     await settle(hass)
     assert engine.prefills == [prefix]  # reused: nothing to do
     # The model process restarted: the next request evaluates everything, and says so.
     engine.kept.clear()
-    await ask(hass, "Hello again")
+    await ask(hass, "What else can you do?")
     await settle(hass)
     assert engine.prefills == [prefix, prefix]
-    await ask(hass, "Still there?")
+    await ask(hass, "Who are you?")
     assert engine.kept == {prefix}
     # An engine that keeps nothing (or does not say so) is asked again once, not after every request.
     engine.keeps = False
     engine.kept.clear()
-    for text in ("One", "Two"):
+    for text in ("What is one?", "What is two?"):
         await ask(hass, text)
         await settle(hass)
     assert engine.prefills == [prefix, prefix, prefix]
