@@ -2,7 +2,9 @@
 
 1. `async_handle_request`: a yes or no to a held call answers it (`confirmation`);
 2. `Scope.of`: what the request is about, the shortlisted entities and what it names
-   (devices, areas, floors, kinds; "here" is the satellite's area);
+   (devices, areas, floors, kinds; "here" is the satellite's area). A request that no
+   device fits, that names none, or that could mean one of several is answered at once,
+   without the model;
 3. `_async_rounds`, each round: the prompt (`PromptBuilder`, stable prefix + turn) ->
    the engine generates under a grammar compiled from the tools that fit (`Generation`)
    -> calls parsed, refused or held for confirmation -> run through the ChatLog (the
