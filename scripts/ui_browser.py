@@ -34,10 +34,31 @@ def step(page: Page, out: Path, name: str) -> None:
     print(f"[ui] {name}: {out / f'{name}.png'}", flush=True)
 
 
+def add_through_the_config_flow(page: Page, base: str, out: Path, model: Path) -> None:
+    """Settings → Devices & services → Add integration → BotPsy, on this hub: a path with
+    no file shows the translated error; a real GGUF creates the entry."""
+    page.goto(f"{base}/config/integrations/dashboard")
+    page.get_by_role("button", name="Add integration").click()
+    page.locator("dialog-add-integration input, ha-domain-integrations input, search-input input").first.fill("BotPsy")
+    page.get_by_text("BotPsy", exact=True).last.click()
+    page.get_by_text("On this hub (llama.cpp)").click()
+    path = page.locator("ha-config-flow-card input, dialog-data-entry-flow input").first
+    path.fill("/config/botpsy/models/missing.gguf")
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_text("No file at that path.").wait_for()
+    step(page, out, "01b-config-flow-error")
+    path.fill(str(model))
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_text("Name and assign").wait_for()  # the entry exists; its devices are named here
+    step(page, out, "01c-config-flow-created")
+    page.get_by_role("button", name="Skip and finish").click()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", type=Path, required=True, help="a GGUF to add through the config flow")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -60,6 +81,7 @@ def main() -> int:
             page.wait_for_function("() => document.querySelector('home-assistant')?.hass?.auth")
             # The session's own token, for checking the light through the REST API.
             token = page.evaluate("() => document.querySelector('home-assistant').hass.auth.data.access_token")
+            add_through_the_config_flow(page, args.base, args.out, args.model)
             page.goto(f"{args.base}/config/integrations/integration/botpsy")
             page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
             step(page, args.out, "02-integration")
