@@ -85,6 +85,22 @@ def main() -> int:
             page.goto(f"{args.base}/config/integrations/integration/botpsy")
             page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
             step(page, args.out, "02-integration")
+            # Diagnostics, as a user downloads them for a bug report.
+            # The first menu on the page that offers it (the entry's).
+            item = page.get_by_text("Download diagnostics").first
+            for menu in page.get_by_role("button", name="Menu").all():
+                menu.click()
+                page.wait_for_timeout(500)
+                if item.is_visible():
+                    break
+                page.keyboard.press("Escape")
+            with page.expect_download() as download:
+                item.click()
+            diagnostics = args.out / "diagnostics.json"
+            download.value.save_as(diagnostics)
+            if "engine" not in json.loads(diagnostics.read_text())["data"]:
+                return 1
+            print(f"[ui] diagnostics: {diagnostics}", flush=True)
             before = light_state(args.base, token)
             page.goto(f"{args.base}/lovelace/0")
             page.wait_for_timeout(3000)
