@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+import re
 import shutil
 import sys
 import time
@@ -85,6 +86,17 @@ def main() -> int:
             page.goto(f"{args.base}/config/integrations/integration/botpsy")
             page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
             step(page, args.out, "02-integration")
+            # Another agent on the same model: the subentry flow, then its reconfiguration.
+            page.get_by_text("Add conversation agent").first.click()
+            page.get_by_text("tiny.gguf", exact=True).last.click()  # which model entry
+            page.get_by_role("button", name="Submit").click()
+            page.get_by_role("button", name=re.compile("^(Finish|Skip and finish)$")).first.click()
+            step(page, args.out, "02b-agent-added")
+            page.get_by_role("button", name=re.compile("reconfigure|configure", re.I)).first.click()
+            page.get_by_role("button", name="Submit").click()
+            page.get_by_text(re.compile("Reconfiguration was successful|saved")).first.wait_for()
+            step(page, args.out, "02c-agent-reconfigured")
+            page.get_by_role("button", name="Close", exact=True).last.click()
             # Diagnostics, as a user downloads them for a bug report.
             # The first menu on the page that offers it (the entry's).
             item = page.get_by_text("Download diagnostics").first
