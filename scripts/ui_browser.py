@@ -43,7 +43,8 @@ def add_through_the_config_flow(page: Page, base: str, out: Path, model: Path) -
     page.locator("dialog-add-integration input, ha-domain-integrations input, search-input input").first.fill("BotPsy")
     page.get_by_text("BotPsy", exact=True).last.click()
     page.get_by_text("On this hub (llama.cpp)").click()
-    path = page.locator("ha-config-flow-card input, dialog-data-entry-flow input").first
+    page.get_by_text("Model file (GGUF)").first.wait_for()  # the form is drawn
+    path = page.locator("dialog-data-entry-flow input:not([type=number])").first
     path.fill("/config/botpsy/models/missing.gguf")
     page.get_by_role("button", name="Submit").click()
     page.get_by_text("No file at that path.").wait_for()
