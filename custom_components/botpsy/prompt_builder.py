@@ -217,8 +217,7 @@ def chat_messages(
 def _with_examples(system: str, toolbox: Toolbox) -> str:
     """The system prompt with examples for other APIs' tools (HA's intents), which a small
     model otherwise confuses ("pause" written as HassTurnOff). BotPsy's API has its own."""
-    examples = toolbox.examples()
-    return "\n".join([system, "Examples:", *examples]) if examples else system
+    return "\n".join([system, "Examples:", *toolbox.examples]) if toolbox.examples else system
 
 
 class PromptBuilder:

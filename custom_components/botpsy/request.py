@@ -160,8 +160,13 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             refuse=lambda call: (scope.question and toolbox.writes(call.name)) or toolbox.unfit(call, scope.named),
             spread=lambda call: toolbox.spread(call, scope.named),
         )
-        # What HA's intents change is seen against the states before the round.
-        before = {e.entity_id: s for e in toolbox.home.entities if (s := agent.hass.states.get(e.entity_id))}
+        # What HA's intents change is seen against the states before the round (BotPsy's
+        # own tools report their changes themselves).
+        before = (
+            {e.entity_id: s for e in toolbox.home.entities if (s := agent.hass.states.get(e.entity_id))}
+            if toolbox.others
+            else {}
+        )
         async for content in chat_log.async_add_delta_content_stream(
             agent.entity_id, generation.stream(agent.engine, request)
         ):

@@ -37,6 +37,8 @@ class Toolbox:
     others_constrainable: bool = True
     # Domains with services of their own: the devices other APIs' writing tools can act on.
     actionable_domains: frozenset[str] = frozenset()
+    # Example requests and calls for the other APIs' tools, on the home's devices.
+    examples: list[str] = field(default_factory=list)
 
     @classmethod
     def from_api(cls, hass: HomeAssistant, api: llm.APIInstance | None) -> Toolbox:
@@ -57,6 +59,9 @@ class Toolbox:
             ]
             box.actionable_domains = frozenset(hass.services.async_services())
             vocabulary = home_vocabulary(box.home.entities)
+            box.examples = intent_examples(
+                [(t.name, p) for t, p in zip(box.others, box.others_parameters, strict=True)], box.home
+            )
             box.others_constrainable = all(
                 schema_tool(t.name, p, vocabulary) is not None
                 for t, p in zip(box.others, box.others_parameters, strict=True)
@@ -95,11 +100,6 @@ class Toolbox:
             if (written := schema_tool(tool.name, parameters, reading if tool.annotations.read_only else writing))
             is not None
         ]
-
-    def examples(self) -> list[str]:
-        """Example requests and calls for the other APIs' tools, on the home's devices."""
-        tools = [(t.name, p) for t, p in zip(self.others, self.others_parameters, strict=True)]
-        return intent_examples(tools, self.home)
 
     def writes(self, name: str) -> bool:
         """Whether the tool `name` may change the home (a compiled action, or another
