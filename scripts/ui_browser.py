@@ -1,19 +1,25 @@
 """The frontend in a real browser, against a running dev instance (see scripts/uitest).
 
 Headless Chromium (Debian's package; Playwright drives it and downloads no browser of its
-own): log in, the BotPsy integration's page, the Assist dialog answering a typed request
-(the light really changes), and the model's sensors. A screenshot of each step lands in
+own): log in; add models through the config flow on both engines (a local file, with the
+form's errors for a missing and a truncated file; a download from a local stand-in for
+the Hugging Face hub, with its progress; a model server, with the error for one that
+cannot be reached); an agent added and reconfigured; diagnostics; the Assist dialog
+answering a typed request (the light really changes); and the model's sensors. A screenshot of each step lands in
 the output folder; any step that fails stops the run with its screenshot.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import json
 from pathlib import Path
 import re
 import shutil
 import sys
+import threading
 import time
 import urllib.request
 
@@ -35,24 +41,97 @@ def step(page: Page, out: Path, name: str) -> None:
     print(f"[ui] {name}: {out / f'{name}.png'}", flush=True)
 
 
-def add_through_the_config_flow(page: Page, base: str, out: Path, model: Path) -> None:
-    """Settings → Devices & services → Add integration → BotPsy, on this hub: a path with
-    no file shows the translated error; a real GGUF creates the entry."""
+def serve_hub(port: int, model: Path, seconds: float) -> ThreadingHTTPServer:
+    """A local stand-in for the Hugging Face hub: org/repo/model.gguf is `model`, sent in
+    20 slices over `seconds`, so the config flow's progress can be seen."""
+    payload = model.read_bytes()
+
+    class Hub(BaseHTTPRequestHandler):
+        def _headers(self) -> bool:
+            if self.path != "/org/repo/resolve/main/model.gguf":
+                self.send_error(404)
+                return False
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("X-Linked-Size", str(len(payload)))
+            self.send_header("X-Linked-Etag", hashlib.sha256(payload).hexdigest())
+            self.end_headers()
+            return True
+
+        def do_HEAD(self) -> None:
+            self._headers()
+
+        def do_GET(self) -> None:
+            if self._headers():
+                step = len(payload) // 20 + 1
+                for start in range(0, len(payload), step):
+                    self.wfile.write(payload[start : start + step])
+                    self.wfile.flush()
+                    time.sleep(seconds / 20)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def start_adding(page: Page, base: str, engine: str) -> None:
+    """Settings → Devices & services → Add integration → BotPsy → where the model runs."""
     page.goto(f"{base}/config/integrations/dashboard")
     page.get_by_role("button", name="Add integration").click()
     page.locator("dialog-add-integration input, ha-domain-integrations input, search-input input").first.fill("BotPsy")
     page.get_by_text("BotPsy", exact=True).last.click()
-    page.get_by_text("On this hub (llama.cpp)").click()
+    page.get_by_text(engine).click()
+
+
+def submit_until(page: Page, value: str, expect: str) -> None:
+    """Fill the form's first text field, submit, and wait for `expect` (an error or the next step)."""
+    page.locator("dialog-data-entry-flow input:not([type=number])").first.fill(value)
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_text(expect, exact=False).first.wait_for()
+
+
+def add_local_file(page: Page, base: str, out: Path, model: Path, truncated: Path) -> None:
+    """On this hub, from a file: a path with no file and a truncated file show their
+    translated errors; a real GGUF creates the entry."""
+    start_adding(page, base, "On this hub (llama.cpp)")
     page.get_by_text("Model file (GGUF)").first.wait_for()  # the form is drawn
-    path = page.locator("dialog-data-entry-flow input:not([type=number])").first
-    path.fill("/config/botpsy/models/missing.gguf")
-    page.get_by_role("button", name="Submit").click()
-    page.get_by_text("No file at that path.").wait_for()
+    submit_until(page, "/config/botpsy/models/missing.gguf", "No file at that path.")
     step(page, out, "01b-config-flow-error")
-    path.fill(str(model))
+    submit_until(page, str(truncated), "That file is not a usable GGUF model")
+    step(page, out, "01c-config-flow-truncated")
+    submit_until(page, str(model), "Name and assign")  # the entry exists; its devices are named here
+    step(page, out, "01d-config-flow-created")
+    page.get_by_role("button", name="Skip and finish").click()
+
+
+def add_download(page: Page, base: str, out: Path) -> None:
+    """On this hub, downloaded: the path left empty, a repository and file given; the
+    progress shows while the file arrives, then the entry is created."""
+    start_adding(page, base, "On this hub (llama.cpp)")
+    page.get_by_text("Model file (GGUF)").first.wait_for()
+    fields = page.locator("dialog-data-entry-flow input:not([type=number])")
+    fields.nth(1).fill("org/repo")
+    fields.nth(2).fill("model.gguf")
     page.get_by_role("button", name="Submit").click()
-    page.get_by_text("Name and assign").wait_for()  # the entry exists; its devices are named here
-    step(page, out, "01c-config-flow-created")
+    page.get_by_text("Downloading model.gguf").wait_for()
+    step(page, out, "01e-download-progress")
+    page.get_by_text("Name and assign").wait_for()
+    step(page, out, "01f-download-created")
+    page.get_by_role("button", name="Skip and finish").click()
+
+
+def add_model_server(page: Page, base: str, out: Path, server: str) -> None:
+    """On a model server: one that cannot be reached shows the translated error; llama-server
+    on loopback creates the entry."""
+    start_adding(page, base, "On a model server")
+    page.get_by_text("Server URL").first.wait_for()
+    submit_until(page, "http://127.0.0.1:9", "Cannot reach the server.")
+    step(page, out, "01g-server-unreachable")
+    submit_until(page, server, "Name and assign")
+    step(page, out, "01h-server-created")
     page.get_by_role("button", name="Skip and finish").click()
 
 
@@ -61,8 +140,13 @@ def main() -> int:
     parser.add_argument("--base", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", type=Path, required=True, help="a GGUF to add through the config flow")
+    parser.add_argument("--hub-port", type=int, required=True, help="where HA's HF_ENDPOINT points")
+    parser.add_argument("--server", required=True, help="an OpenAI-compatible server's URL")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    truncated = args.model.with_name("truncated.gguf")
+    truncated.write_bytes(args.model.read_bytes()[: args.model.stat().st_size // 2])
+    hub = serve_hub(args.hub_port, args.model, seconds=8)
     started = time.monotonic()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
@@ -83,7 +167,9 @@ def main() -> int:
             page.wait_for_function("() => document.querySelector('home-assistant')?.hass?.auth")
             # The session's own token, for checking the light through the REST API.
             token = page.evaluate("() => document.querySelector('home-assistant').hass.auth.data.access_token")
-            add_through_the_config_flow(page, args.base, args.out, args.model)
+            add_local_file(page, args.base, args.out, args.model, truncated)
+            add_download(page, args.base, args.out)
+            add_model_server(page, args.base, args.out, args.server)
             page.goto(f"{args.base}/config/integrations/integration/botpsy")
             page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
             step(page, args.out, "02-integration")
@@ -137,6 +223,7 @@ def main() -> int:
             raise
         finally:
             browser.close()
+            hub.shutdown()
     print(f"[ui] browser run passed in {time.monotonic() - started:.0f}s", flush=True)
     return 0
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 import hashlib
+import os
 from pathlib import Path
 import shutil
+import subprocess
+import sys
 from typing import NamedTuple
 
 import aiohttp
@@ -149,3 +152,18 @@ async def test_not_enough_disk_space(
         assert requests == []
     finally:
         await server.close()
+
+
+def test_hub_mirror_from_environment() -> None:
+    """HF_ENDPOINT points downloads at a mirror, as huggingface_hub reads it."""
+    probe = "from custom_components.botpsy.core import download; print(download.hf_url('org/repo', 'm.gguf'))"
+    for env, expected in (
+        ({"HF_ENDPOINT": "http://mirror.lan:8080/"}, "http://mirror.lan:8080/org/repo/resolve/main/m.gguf"),
+        ({}, "https://huggingface.co/org/repo/resolve/main/m.gguf"),
+    ):
+        base = {k: v for k, v in os.environ.items() if k != "HF_ENDPOINT"}
+        run = subprocess.run(
+            [sys.executable, "-c", probe], check=False, env={**base, **env}, capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip() == expected

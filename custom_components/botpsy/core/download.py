@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 import hashlib
+import os
 from pathlib import Path
 import re
 import shutil
@@ -21,7 +22,8 @@ import aiohttp
 
 from .errors import EngineError
 
-HF_ENDPOINT = "https://huggingface.co"
+# HF_ENDPOINT names a mirror of the hub, as huggingface_hub reads it (offline hubs, tests).
+HF_ENDPOINT = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
 CHUNK = 1 << 20
 # Room left on the disk after the download, for the database and logs.
 DISK_MARGIN = 200 << 20
