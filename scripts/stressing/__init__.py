@@ -1,0 +1,1 @@
+"""scripts/stress: what BotPsy does under load, faults and hostile input, as figures."""
