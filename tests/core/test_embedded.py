@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 import os
 from pathlib import Path
 import re
 import signal
+from typing import Any
 
 import pytest
 
+from custom_components.botpsy.core import embedded
 from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
 from custom_components.botpsy.core.engine import Finished, GenerateEvent, GenerateRequest, TextDelta
 from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
@@ -170,6 +173,78 @@ async def test_worker_killed_mid_request(tiny_model: Path) -> None:
             assert text.startswith("<tool_call>") and finished.reason == "stop"
             assert engine.pid not in (None, pid)
         assert "SIGKILL" in failures[0]
+    finally:
+        await engine.async_unload()
+
+
+async def test_worker_hung_mid_request(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stopped (SIGSTOP) worker is a clear error within the watchdog's time, is killed,
+    and the next request gets a fresh worker."""
+    monkeypatch.setattr(embedded, "WATCHDOG_TIMEOUT", 2.0)
+    failures: list[str] = []
+    engine = EmbeddedEngine(
+        EmbeddedOptions(str(tiny_model), n_ctx=512, n_threads=2), on_repeated_failure=failures.append
+    )
+    await engine.async_load()
+    try:
+        pid = engine.pid
+        assert pid is not None
+        stream = engine.generate(GenerateRequest(prompt="x", grammar=ENDLESS_GRAMMAR, max_tokens=400))
+        async with asyncio.timeout(60):  # a bound for the test, far above the watchdog's
+            with pytest.raises(EngineUnavailableError, match="stopped answering for 2 seconds"):
+                async for _event in stream:
+                    os.kill(pid, signal.SIGSTOP)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # killed and reaped, not left stopped
+        assert engine.pid is None
+        text, finished = await run(engine, GenerateRequest(prompt="y", grammar=CALL_GRAMMAR, max_tokens=40))
+        assert text.startswith("<tool_call>") and finished.reason == "stop"
+        assert engine.pid not in (None, pid)
+    finally:
+        await engine.async_unload()
+
+
+async def test_worker_hung_while_idle_is_replaced(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that froze between requests never took the next one up: it is killed and
+    the request served by a fresh worker."""
+    monkeypatch.setattr(embedded, "WATCHDOG_TIMEOUT", 2.0)
+    engine = EmbeddedEngine(EmbeddedOptions(str(tiny_model), n_ctx=512, n_threads=2))
+    await engine.async_load()
+    try:
+        pid = engine.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        text, finished = await run(engine, GenerateRequest(prompt="y", grammar=CALL_GRAMMAR, max_tokens=40))
+        assert text.startswith("<tool_call>") and finished.reason == "stop"
+        assert engine.pid not in (None, pid)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    finally:
+        await engine.async_unload()
+
+
+async def test_long_evaluation_is_not_a_hang(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prompt that takes longer than the watchdog to evaluate, with no output meanwhile,
+    is kept alive by the worker's heartbeat."""
+    monkeypatch.setattr(embedded, "WATCHDOG_TIMEOUT", 1.5)
+    engine = EmbeddedEngine(EmbeddedOptions(str(tiny_model), n_ctx=4096, n_threads=2, n_batch=64))
+    await engine.async_load()
+    heard: list[dict[str, object]] = []
+    next_reply = engine._next
+
+    async def spy(*args: Any) -> dict[str, Any] | None:
+        reply = await next_reply(*args)
+        heard.append(reply or {})
+        return reply
+
+    monkeypatch.setattr(engine, "_next", spy)
+    try:
+        pid = engine.pid
+        timings = await engine.async_prefill("hello world " * 360)
+        assert timings.prompt_tokens > 3000
+        assert engine.pid == pid
+        # The evaluation outlasted a heartbeat (else this test shows nothing).
+        assert any("alive" in reply for reply in heard), heard
     finally:
         await engine.async_unload()
 

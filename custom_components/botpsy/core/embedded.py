@@ -1,8 +1,8 @@
 """The embedded engine: llama.cpp in a supervised child process on this machine.
 
 The worker (`worker.py`) owns the model; this side speaks its JSON-lines protocol over
-pipes, serializes requests, turns a dead worker into a clear error for the request it
-was serving and starts a fresh one for the next request.
+pipes, serializes requests, turns a dead or hung worker into a clear error for the
+request it was serving and starts a fresh one for the next request.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ STOP_TIMEOUT = 5.0
 # This many unexpected worker exits within the window count as "keeps failing".
 CRASH_LIMIT = 3
 CRASH_WINDOW = 600.0
+# A worker that sends nothing for this long while serving a request is hung, and killed.
+# While it serves, the worker says it is alive every second (`worker.HEARTBEAT`) from a
+# thread that runs while llama.cpp computes, so a long prompt never trips this: only a
+# process that is stopped, deadlocked or starved of CPU for this long does. Long enough
+# for a hub that swaps for a few seconds, short enough that a voice request gets its
+# error while the user still waits for an answer.
+WATCHDOG_TIMEOUT = 15.0
 
 
 def default_threads() -> int:
@@ -78,6 +85,7 @@ class EmbeddedEngine:
         self._prefills = Preemptible()
         self._crashes: deque[float] = deque()
         self._unloading = False
+        self._hung: int | None = None  # pid of a worker the watchdog killed
         self.last_timings: Timings | None = None
 
     @property
@@ -156,7 +164,9 @@ class EmbeddedEngine:
             self._stderr.append(text)
             _LOGGER.debug("worker: %s", text)
 
-    def _why(self, code: int | None) -> str:
+    def _why(self, code: int | None, pid: int | None = None) -> str:
+        if pid is not None and pid == self._hung:
+            return f"hung: silent for {WATCHDOG_TIMEOUT:.0f} seconds, so it was stopped"
         if code is not None and code < 0:
             reason = f"killed by {signal.Signals(-code).name}"
             if code == -signal.SIGKILL:
@@ -180,10 +190,10 @@ class EmbeddedEngine:
         for queue in self._pending.values():
             queue.put_nowait(None)
         if not self._unloading:
-            self._record_crash(code)
+            self._record_crash(code, process.pid)
 
-    def _record_crash(self, code: int | None) -> None:
-        why = self._why(code)
+    def _record_crash(self, code: int | None, pid: int) -> None:
+        why = self._why(code, pid)
         _LOGGER.error("The BotPsy model worker stopped unexpectedly (%s); it restarts on the next request", why)
         now = time.monotonic()
         self._crashes.append(now)
@@ -207,8 +217,9 @@ class EmbeddedEngine:
     async def _request(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Send one request and yield its replies until the final one.
 
-        A worker found dead before it answered anything (it died while idle) is started
-        again and the request sent once more; a death after the first reply is an error.
+        A worker found dead or hung before it took the request up (it died or froze while
+        idle) is started again and the request sent once more; a death or hang after it
+        took it up is an error. A worker silent for `WATCHDOG_TIMEOUT` is killed.
         """
         for attempt in (1, 2):
             process = await self._ensure_running()
@@ -220,8 +231,10 @@ class EmbeddedEngine:
             try:
                 process.stdin.write((json.dumps({"id": rid, **message}) + "\n").encode())
                 await process.stdin.drain()
-                while (reply := await queue.get()) is not None:
+                while (reply := await self._next(process, queue)) is not None:
                     replied = True
+                    if "alive" in reply:
+                        continue
                     if "error" in reply:
                         done = True
                         raise EngineError(reply["error"])
@@ -240,14 +253,42 @@ class EmbeddedEngine:
                     with contextlib.suppress(ConnectionError):
                         process.stdin.write((json.dumps({"op": "cancel", "id": rid}) + "\n").encode())
                         await process.stdin.drain()
-                    while (reply := await queue.get()) is not None and not reply.keys() & {"done", "error", "result"}:
+                    while (reply := await self._next(process, queue)) is not None and not reply.keys() & {
+                        "done",
+                        "error",
+                        "result",
+                    }:
                         pass
                 self._pending.pop(rid, None)
+            if self._unloading:
+                raise EngineUnavailableError("The model was unloaded while it was answering")
+            if (replied or attempt == 2) and process.pid == self._hung:
+                raise EngineUnavailableError(
+                    f"The model stopped answering for {WATCHDOG_TIMEOUT:.0f} seconds and was stopped; "
+                    "it restarts on the next request"
+                )
             if replied or attempt == 2:
                 raise EngineUnavailableError(
                     "The model worker stopped unexpectedly "
-                    f"({self._why(process.returncode)}); it restarts on the next request"
+                    f"({self._why(process.returncode, process.pid)}); it restarts on the next request"
                 )
+
+    async def _next(
+        self, process: asyncio.subprocess.Process, queue: asyncio.Queue[dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
+        """The worker's next reply to a request, or None once it is gone.
+
+        The watchdog: a worker silent for `WATCHDOG_TIMEOUT` is killed (a stopped process
+        too), and its end reported as a hang.
+        """
+        try:
+            return await asyncio.wait_for(queue.get(), WATCHDOG_TIMEOUT)
+        except TimeoutError:
+            if process.returncode is None:
+                self._hung = process.pid
+                _LOGGER.warning("The BotPsy model worker %s stopped answering; stopping it", process.pid)
+                await self._kill(process)
+            return None
 
     async def async_count_tokens(self, text: str) -> int:
         async with self._lock:

@@ -8,7 +8,9 @@ it, so it can run from any path.
 Protocol: JSON lines. Requests on stdin carry an `id` and an `op` (`tokenize`, `generate`,
 `prefill`, `ping`, `cancel`); replies on the original stdout carry the same `id`. Requests
 run one at a time (a llama.cpp context is not thread-safe); only `cancel` is acted on while
-a generation runs. The worker exits when stdin closes, so it never outlives its parent.
+a generation runs. While a request runs, `{"id": ..., "alive": true}` comes every
+`HEARTBEAT` seconds, so the parent can tell a long evaluation from a hung process. The
+worker exits when stdin closes, so it never outlives its parent.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ MAX_SNAPSHOTS = 4
 MAX_SNAPSHOT_BYTES = 256 << 20
 # Parsed grammars kept, to be cloned per request instead of parsed again.
 MAX_GRAMMARS = 8
+# Seconds between signs of life while a request runs (see `Protocol._beat`).
+HEARTBEAT = 1.0
 
 
 class Protocol:
@@ -53,11 +57,25 @@ class Protocol:
         self._lock = threading.Lock()
         self.requests: queue.Queue[dict[str, Any]] = queue.Queue()
         self.cancelled: set[int] = set()
+        self.serving = 0  # id of the request being served; 0 while idle
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._beat, daemon=True).start()
 
     def send(self, message: dict[str, Any]) -> None:
         with self._lock:
             self._out.write(json.dumps(message) + "\n")
+
+    def _beat(self) -> None:
+        """Say that the request being served is still being worked on.
+
+        From its own thread, which runs while llama.cpp computes (ctypes releases the GIL
+        around native calls): only a process that is stopped, frozen or starved of CPU
+        falls silent, however long a prompt takes to evaluate.
+        """
+        while True:
+            time.sleep(HEARTBEAT)
+            if rid := self.serving:
+                self.send({"id": rid, "alive": True})
 
     def _read(self) -> None:
         for line in sys.stdin:
@@ -398,6 +416,7 @@ def serve(options: dict[str, Any]) -> None:
         rid = request["id"]
         if request["op"] == "stop":
             return
+        io.serving = rid
         try:
             if request["op"] == "ping":
                 io.send({"id": rid, "result": model.snapshot_memory()})
@@ -413,6 +432,7 @@ def serve(options: dict[str, Any]) -> None:
                 io.send({"id": rid, "error": f"unknown op {request['op']!r}"})
         except (ValueError, RuntimeError) as err:
             io.send({"id": rid, "error": str(err) or type(err).__name__})
+        io.serving = 0
         io.cancelled.discard(rid)
 
 
