@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+import errno
 import hashlib
 import os
 from pathlib import Path
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from typing import NamedTuple
@@ -150,6 +154,47 @@ async def test_not_enough_disk_space(
         with pytest.raises(DownloadError, match="Not enough disk space"):
             await download.async_download(session, remote, tmp_path / "model.gguf")
         assert requests == []
+    finally:
+        await server.close()
+
+
+@contextmanager
+def file_size_limit(limit: int) -> Iterator[None]:
+    """Files of this process cannot grow past `limit` bytes: the kernel refuses the write
+    (EFBIG), as a full disk refuses it (ENOSPC), without needing a small disk to mount."""
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an error, not a killed process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, old_limit[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+
+
+async def test_write_refused_midway_keeps_the_part_and_resumes(session: aiohttp.ClientSession, tmp_path: Path) -> None:
+    requests: list[str | None] = []
+    server = await start(hub_app(PAYLOAD, sha256=hashlib.sha256(PAYLOAD).hexdigest(), requests=requests))
+    try:
+        remote = await download.async_resolve(
+            session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url("")))
+        )
+        dest = tmp_path / "model.gguf"
+        with file_size_limit(1_500_000), pytest.raises(DownloadError) as refused:
+            await download.async_download(session, remote, dest)
+        message = str(refused.value)
+        assert message.startswith("The disk refused a file this large (File too large)"), message
+        assert "1 MB downloaded are kept, and the download resumes when retried" in message
+        assert isinstance(refused.value.__cause__, OSError)
+        assert refused.value.__cause__.errno == errno.EFBIG
+        # Nothing half-written is in the model's place; what was written is kept.
+        assert not dest.exists()
+        have = (tmp_path / "model.gguf.part").stat().st_size
+        assert have == 1_500_000
+        # Room again: the download resumes where the disk stopped it, and is verified.
+        await download.async_download(session, remote, dest)
+        assert dest.read_bytes() == PAYLOAD
+        assert requests == [None, f"bytes={have}-"]
     finally:
         await server.close()
 

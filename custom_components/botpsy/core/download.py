@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -83,8 +84,32 @@ async def async_download(
     dest: Path,
     progress: Callable[[int, int | None], None] | None = None,
 ) -> Path:
-    """Download `remote` to `dest`, resuming a previous partial download."""
+    """Download `remote` to `dest`, resuming a previous partial download.
+
+    A disk that fills up (or any other write error) midway is a DownloadError like a lost
+    connection: what was written stays in the `.part` file, and the download resumes from
+    there when retried.
+    """
     part = dest.with_name(dest.name + ".part")
+    try:
+        return await _async_download(session, remote, dest, part, progress)
+    except OSError as err:
+        have = await asyncio.to_thread(lambda: part.stat().st_size if part.exists() else 0)
+        kept = f"the {have >> 20} MB downloaded are kept, and the download resumes when retried"
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DownloadError(f"The disk is full: {kept} once there is room") from err
+        if err.errno == errno.EFBIG:
+            raise DownloadError(f"The disk refused a file this large ({err.strerror}): {kept}") from err
+        raise DownloadError(f"Cannot write the model to {dest.parent}: {err.strerror or err}; {kept}") from err
+
+
+async def _async_download(
+    session: aiohttp.ClientSession,
+    remote: RemoteFile,
+    dest: Path,
+    part: Path,
+    progress: Callable[[int, int | None], None] | None,
+) -> Path:
     await asyncio.to_thread(dest.parent.mkdir, parents=True, exist_ok=True)
     have = part.stat().st_size if part.exists() else 0
     if remote.size is not None:
