@@ -50,6 +50,13 @@ def test_entry_devices_need_confirmation() -> None:
     assert needs_confirmation("lock", "unlock", None)
 
 
+def test_an_alarm_is_disarmed_or_triggered_only_after_a_yes() -> None:
+    """A small model triggered the alarm when asked for a device the home lacks."""
+    assert needs_confirmation("alarm_control_panel", "alarm_disarm", None)
+    assert needs_confirmation("alarm_control_panel", "alarm_trigger", None)
+    assert not needs_confirmation("alarm_control_panel", "alarm_arm_away", None)
+
+
 def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
     from custom_components.botpsy.core.policy import NOTHING_NAMED, reply_to_nothing
 

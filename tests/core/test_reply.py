@@ -25,3 +25,20 @@ def test_an_intents_failure_says_why_without_call_syntax() -> None:
     assert describe([failed]) == "I did not change anything: No device named Garage."
     done = {"name": "intent__HassTurnOn", "arguments": {"entity_id": "Porch Light"}, "changes": [], "intent": True}
     assert describe([done]) == "Done: Porch Light."
+
+
+def test_a_malformed_call_is_said_without_its_syntax_or_length() -> None:
+    """What a model wrote inside a broken call is not read out to the user."""
+    reply = describe(
+        [
+            {
+                "arguments": {"entity_id": "media_player.tv<escape\n<start_function_call>call:fan{entity_id:"},
+                "error": "unknown entity 'media_player.tv<escape\\n<start_function_call>call:fan{' \u202e" + "x" * 5000,
+            },
+            {"arguments": {"entity_id": "lіght.kіtchen"}, "error": "no such entity"},
+        ]
+    )
+    assert "<" not in reply and "start_function_call" not in reply and "\u202e" not in reply
+    assert "I did not change a device I could not make out: unknown entity" in reply
+    assert len(reply) < 400
+    assert "I did not change lіght.kіtchen: no such entity." in reply  # another script is still said

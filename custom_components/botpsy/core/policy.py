@@ -1,7 +1,8 @@
 """Which calls act on the physical world in a way that must be confirmed first.
 
-Unlocking, disarming, and opening a garage door, gate or door let people in: a misheard
-request must not do that. Such calls are validated but held until the next turn confirms
+Unlocking, disarming, and opening a garage door, gate or door let people in, and a
+triggered alarm calls the neighbours or the police: a misheard request (or a small model
+reaching for a device the home lacks) must not do that. Such calls are validated but held until the next turn confirms
 them, and run only if the device is still as it was when they were asked for.
 """
 
@@ -15,7 +16,7 @@ from .home import Entity
 HIGH_IMPACT_SERVICES = frozenset(
     {
         ("lock", "unlock"), ("lock", "open"),
-        ("alarm_control_panel", "alarm_disarm"),
+        ("alarm_control_panel", "alarm_disarm"), ("alarm_control_panel", "alarm_trigger"),
     }
 )  # fmt: skip
 # Covers and valves whose opening lets people in.

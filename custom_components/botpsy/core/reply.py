@@ -3,7 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import re
 from typing import Any
+import unicodedata
+
+# A device as a model may name it: an entity id or a name, letters of any script.
+_SPEAKABLE = re.compile(r"[\w .,'’&()+-]{1,80}")
+_TAG = re.compile(r"<[^<>\n]{0,60}>?")
+_REASON_LIMIT = 200
+
+
+def _target(value: Any) -> str:
+    """The device a call named, if it can be said: never call syntax or a wall of text."""
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return text if _SPEAKABLE.fullmatch(text) else "a device I could not make out"
+
+
+def _reason(text: str) -> str:
+    """A rejection's reason, said to a person: without tags of call syntax, invisible
+    characters or the length of a value a model made up."""
+    text = "".join(c for c in _TAG.sub("…", text) if unicodedata.category(c)[0] != "C" or c == " ")
+    text = " ".join(text.split())
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
 
 def _value(value: Any) -> str:
@@ -22,10 +43,10 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
     for result in results:
         arguments = result.get("arguments") or {}
         # HA's intents name a device by `name`; a tool's own name is call syntax, not said.
-        target = arguments.get("entity_id") or arguments.get("name") or "anything"
+        target = _target(arguments.get("entity_id") or arguments.get("name") or "anything")
         if result.get("error"):
             # HA's intents put the reason in `error_text` beside the error's type.
-            sentences.append(f"I did not change {target}: {result.get('error_text') or result['error']}.")
+            sentences.append(f"I did not change {target}: {_reason(result.get('error_text') or result['error'])}.")
             continue
         changes = result.get("changes") or []
         for change in changes:
