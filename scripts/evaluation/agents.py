@@ -101,7 +101,10 @@ class Agent:
             while warmup is not None and not warmup.idle:  # noqa: ASYNC110 (polling its state is all it offers)
                 await asyncio.sleep(0.1)
 
-    async def async_ask(self, text: str, conversation_id: str, device_id: str | None) -> Turn:
+    async def async_ask(
+        self, text: str, conversation_id: str, device_id: str | None, context: Context | None = None
+    ) -> Turn:
+        """One turn, as `context`'s user (None: no user, as an automation asks)."""
         contents: list[dict[str, Any]] = []
 
         @callback
@@ -112,7 +115,13 @@ class Agent:
         unsubscribe = async_subscribe_chat_logs(self.hass, on_chat_log)
         try:
             result = await conversation.async_converse(
-                self.hass, text, conversation_id, Context(), language="en", agent_id=self.agent_id, device_id=device_id
+                self.hass,
+                text,
+                conversation_id,
+                context or Context(),
+                language="en",
+                agent_id=self.agent_id,
+                device_id=device_id,
             )
         finally:
             unsubscribe()

@@ -1,0 +1,52 @@
+"""An engine that replays given outputs, in each of the three call formats.
+
+The agent picks the call format from the model's chat template, so the replay engine
+carries a template of each: Qwen3.5's XML calls, the instruct stand-in's own (Hermes JSON
+calls) and Gemma's function-call tokens. Replayed text is not bound by a grammar, as a
+model server without grammar support is not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from custom_components.botpsy.core.chat_template import GEMMA_TEMPLATE, ChatTemplate
+from custom_components.botpsy.core.engine import ModelInfo
+from custom_components.botpsy.core.formats import FORMATS, CallFormat
+from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from tests.integration.scripted import ScriptedEngine
+from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
+
+# What the agent says after a round of calls, when it asks for another round.
+AFTERWORD = "Done."
+
+
+def templates(instruct_model: Path) -> dict[str, tuple[str, str]]:
+    """Call format -> (chat template, end-of-turn token)."""
+    hermes = read_gguf_metadata(instruct_model).chat_template
+    assert hermes, f"{instruct_model} has no chat template"
+    return {
+        "qwen_xml": (QWEN35_CHAT_TEMPLATE, "<|im_end|>"),
+        "hermes_json": (hermes, "<|im_end|>"),
+        # Gemma's template with the function-call tokens FunctionGemma's declares.
+        "gemma": (GEMMA_TEMPLATE + "{# <start_function_call> #}", "<end_of_turn>"),
+    }
+
+
+class ReplayEngine(ScriptedEngine):
+    """Replays one output per request, in the format `use` last chose."""
+
+    def __init__(self, instruct_model: Path) -> None:
+        super().__init__([])
+        self._templates = templates(instruct_model)
+        self.keeps = False
+
+    def use(self, format_name: str, output: str) -> CallFormat:
+        """The next request gets `output` (later rounds of it: AFTERWORD), in that format."""
+        template, eos = self._templates[format_name]
+        self.chat_template = ChatTemplate(template)
+        self.model_info = ModelInfo("replay", "replay", 8192, template, eos_token=eos)
+        self.outputs[:] = [output, AFTERWORD, AFTERWORD, AFTERWORD]
+        self.requests.clear()
+        self.prefills.clear()
+        return FORMATS[format_name]
