@@ -1,7 +1,7 @@
 """Calls held until the user confirms them, per conversation.
 
 A held call was validated when it was asked for; it runs only if the next turn of the same
-conversation confirms it and the device is still as it was then.
+conversation, by the same user, confirms it and the device is still as it was then.
 """
 
 from __future__ import annotations
@@ -34,6 +34,16 @@ class PendingAction:
     entity_id: str
     name: str
     snapshot: tuple[str, tuple[tuple[str, Any], ...]] | None
+    user_id: str | None  # who asked: only they can say yes
+
+
+def _user_id(chat_log: conversation.ChatLog) -> str | None:
+    """The user of the chat log's turn (None: an automation or a service call without one)."""
+    return (
+        chat_log.llm_api.llm_context.context.user_id
+        if chat_log.llm_api and chat_log.llm_api.llm_context.context
+        else None
+    )
 
 
 def snapshot(state: State) -> tuple[str, tuple[tuple[str, Any], ...]]:
@@ -122,7 +132,9 @@ async def async_ask_confirmation(
     for call, risk in held:
         state = hass.states.get(risk.entity_id)
         name = state.name if state else risk.entity_id
-        pending.append(PendingAction(call, risk.entity_id, name, snapshot(state) if state else None))
+        pending.append(
+            PendingAction(call, risk.entity_id, name, snapshot(state) if state else None, _user_id(chat_log))
+        )
         # "unlock", "open" (open_cover), "disarm" (alarm_disarm): the action without its domain.
         noise = {risk.entity_id.partition(".")[0], "alarm"}
         asked.append(" ".join([*(w for w in risk.action.split("_") if w not in noise), name]))
@@ -135,11 +147,15 @@ async def async_answer_pending(
 ) -> bool:
     """Act on the call held in this conversation, if `utterance` answers it; True if it did.
 
-    Anything but a yes or a no is another request, and the held call is dropped.
+    Anything but a yes or a no is another request, and the held call is dropped. A turn
+    of another user in the same conversation answers nothing: it is a request of its own,
+    and the held call waits for the user who asked.
     """
-    pending = pending_actions(hass).pop(chat_log.conversation_id, ())
-    if not pending:
+    held = pending_actions(hass)
+    pending = held.get(chat_log.conversation_id, ())
+    if not pending or any(p.user_id != _user_id(chat_log) for p in pending):
         return False
+    del held[chat_log.conversation_id]
     names = " and ".join(p.name for p in pending)
     if not is_confirmation(utterance):
         if is_refusal(utterance):

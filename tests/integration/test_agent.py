@@ -28,8 +28,11 @@ from .scripted import XML, script
 AGENT = "conversation.botpsy"
 
 
-async def ask(hass: HomeAssistant, text: str, conversation_id: str | None = None) -> tuple[str, str]:
-    result = await conversation.async_converse(hass, text, conversation_id, Context(), agent_id="conversation.botpsy")
+async def ask(
+    hass: HomeAssistant, text: str, conversation_id: str | None = None, user: User | None = None
+) -> tuple[str, str]:
+    context = Context(user_id=user.id if user else None)
+    result = await conversation.async_converse(hass, text, conversation_id, context, agent_id="conversation.botpsy")
     return result.response.speech["plain"]["speech"], result.conversation_id or ""
 
 
@@ -243,6 +246,22 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
     assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
     assert speech == "Front Door: locked → unlocked."
     assert len(engine.requests) == 1  # the confirmation needed no model
+
+
+async def test_only_the_asker_can_say_yes(
+    hass: HomeAssistant, agent: MockConfigEntry, hass_admin_user: User, hass_read_only_user: User
+) -> None:
+    """A yes from another conversation, or from another user in the same conversation,
+    runs nothing; the held call still waits for the user who asked."""
+    script(agent, UNLOCK, "OK.", "OK.")
+    speech, conversation_id = await ask(hass, "Unlock the front door", user=hass_admin_user)
+    assert speech == "To be safe, I ask first: do you want me to unlock Front Door?"
+    await ask(hass, "yes", user=hass_admin_user)  # a conversation of its own
+    await ask(hass, "yes", conversation_id, user=hass_read_only_user)
+    assert hass.states.get("lock.front_door").state == "locked"  # type: ignore[union-attr]
+    speech, _conversation_id = await ask(hass, "yes", conversation_id, user=hass_admin_user)
+    assert speech == "Front Door: locked → unlocked."
+    assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
 
 
 async def test_unlock_through_ha_intents_is_asked_too(hass: HomeAssistant, agent: MockConfigEntry) -> None:
