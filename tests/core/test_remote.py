@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 import json
 import re
@@ -11,9 +12,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 import pytest
 
+from custom_components.botpsy.core import remote
 from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
 from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
+from tests.fault_proxy import FaultProxy, Mode
 
 from .generation import run
 
@@ -178,7 +181,7 @@ async def test_server_dying_mid_stream_is_an_error(session: aiohttp.ClientSessio
     try:
         engine = RemoteEngine(RemoteOptions(str(server.make_url(""))), session)
         await engine.async_load()
-        with pytest.raises(EngineUnavailableError, match="Lost the server"):
+        with pytest.raises(EngineUnavailableError, match="closed the connection in the middle of its answer"):
             await run(engine, GenerateRequest(messages=[{"role": "user", "content": "hi"}]))
     finally:
         await server.close()
@@ -196,3 +199,43 @@ async def test_api_key_refused(session: aiohttp.ClientSession) -> None:
             await engine.async_load()
     finally:
         await server.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "error"),
+    [
+        ("down", r"Cannot connect to the server at http://127\.0\.0\.1:\d+ \(Connection refused\): is it running\?"),
+        ("error500", r"The server answered HTTP 500: Internal server error \(injected\)"),
+        ("garbage", r"The server did not answer with a stream of events: <html>"),
+        ("cut", r"The server at http://127\.0\.0\.1:\d+ closed the connection in the middle of its answer"),
+        ("stall", r"The server at http://127\.0\.0\.1:\d+ sent nothing for 2 seconds"),
+        ("slow", None),
+    ],
+)
+async def test_server_faults_are_clear_errors_and_the_next_request_is_served(
+    llama_server: str, session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch, mode: Mode, error: str | None
+) -> None:
+    """Real llama-server behind a proxy that fails: each fault is an error that says what
+    happened (a slow server is only slow), and once the server is well the next request is
+    answered."""
+    monkeypatch.setattr(remote, "READ_TIMEOUT", 2.0)
+    proxy = FaultProxy(llama_server, delay=0.05)
+    await proxy.async_start()
+    try:
+        engine = RemoteEngine(RemoteOptions(proxy.url), session)
+        await engine.async_load()
+        request = GenerateRequest(prompt="<|im_start|>user\nhi", grammar=r'root ::= "ok" [a-z]{2,6}', max_tokens=20)
+        await proxy.async_set(mode)
+        if error is None:
+            text, _finished = await run(engine, request)
+            assert text.startswith("ok")
+        else:
+            async with asyncio.timeout(60):  # a bound for the test, far above the stall's
+                with pytest.raises(EngineError, match=error):
+                    await run(engine, request)
+        assert proxy.faulted >= 1 or mode == "down"
+        await proxy.async_set("pass")
+        text, finished = await run(engine, request)
+        assert text.startswith("ok") and finished.reason == "stop"
+    finally:
+        await proxy.async_close()

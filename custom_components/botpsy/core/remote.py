@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 import json
+import os
 import time
 from typing import Any
 
@@ -31,6 +32,8 @@ from .engine import (
 from .errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
 
 CONNECT_TIMEOUT = 10.0
+# A streamed answer may be silent this long between two events (llama-server sends
+# nothing while it evaluates the prompt) before the server counts as lost.
 READ_TIMEOUT = 120.0
 _FINISH = {"stop": "stop", "eos": "stop", "word": "stop", "tool_calls": "stop", "length": "length", "limit": "length"}
 
@@ -102,7 +105,10 @@ class RemoteEngine:
                         raise AuthenticationError("The server refused the API key")
                     if response.status != 200:
                         raise EngineError(f"{path} answered HTTP {response.status}")
-                    return await response.json(content_type=None)
+                    try:
+                        return await response.json(content_type=None)
+                    except ValueError as err:  # not JSON (or not text)
+                        raise EngineError(f"{path} answered with malformed data") from err
             except aiohttp.ServerDisconnectedError as err:
                 if attempt == 2:
                     raise EngineUnavailableError(f"The server at {self.options.base} closed the connection") from err
@@ -212,19 +218,24 @@ class RemoteEngine:
                 if response.status in (401, 403):
                     raise AuthenticationError("The server refused the API key")
                 if response.status != 200:
-                    detail = (await response.text())[:300]
+                    detail = _error_detail(await response.text())
                     raise EngineError(f"The server answered HTTP {response.status}: {detail}")
+                complete = False  # a final event or [DONE] came
                 async for event in _sse(response):
+                    if event is _DONE:
+                        complete = True
+                        break
                     text, finish = _event_text(event, calls)
                     if text:
                         first_at = first_at or time.monotonic()
                         yield TextDelta(text)
                     reason = _FINISH.get(finish or "", reason)
+                    complete = complete or finish is not None or event.get("stop") is True
                     _update_timings(timings, event)
+                if not complete:
+                    raise EngineUnavailableError(f"The server at {self.options.base} ended its answer midway")
         except (aiohttp.ClientError, TimeoutError) as err:
-            raise EngineUnavailableError(
-                f"Lost the server at {self.options.base}: {err or type(err).__name__}"
-            ) from err
+            raise EngineUnavailableError(_lost(self.options.base, err)) from err
         for call in calls.values():
             yield ToolCallDelta(call["name"], call["arguments"], call.get("id"))
         if not timings.prompt_seconds and not timings.decode_seconds:
@@ -267,22 +278,63 @@ class RemoteEngine:
         """Nothing to free here: the server owns the model."""
 
 
+def _lost(base: str, err: Exception) -> str:
+    """What a failed connection to the server means, in words."""
+    if isinstance(err, aiohttp.ClientConnectorError):
+        code = err.os_error.errno
+        why = os.strerror(code) if isinstance(code, int) and code > 0 else err.os_error.strerror or str(err.os_error)
+        return f"Cannot connect to the server at {base} ({why}): is it running?"
+    if isinstance(err, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return f"The server at {base} closed the connection in the middle of its answer"
+    if isinstance(err, TimeoutError):
+        return f"The server at {base} sent nothing for {READ_TIMEOUT:.0f} seconds"
+    return f"Lost the server at {base}: {err or type(err).__name__}"
+
+
+def _error_detail(body: str) -> str:
+    """The message of an error body: OpenAI's and llama-server's JSON, or its text."""
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return body.strip()[:300] or "no details"
+    error = data.get("error", data) if isinstance(data, dict) else data
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message or body)[:300]
+
+
+_DONE: dict[str, Any] = {}  # `[DONE]`: the end of an OpenAI stream
+
+
 async def _sse(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
-    """Parse a server-sent-events body into JSON objects."""
+    """Parse a server-sent-events body into JSON objects; `_DONE` at `data: [DONE]`.
+
+    A body with no event in it (an HTML page, a proxy's error) is an error, not an empty
+    answer.
+    """
+    events = 0
+    junk = ""
     async for raw in response.content:
         line = raw.decode(errors="replace").strip()
         if not line.startswith("data:"):
+            if line and not line.startswith((":", "event:", "id:", "retry:")):
+                junk = junk or line
             continue
         data = line[5:].strip()
         if data == "[DONE]":
+            yield _DONE
             return
         try:
             event = json.loads(data)
         except json.JSONDecodeError as err:
             raise EngineError(f"The server sent malformed data: {data[:100]}") from err
-        if isinstance(event, dict) and "error" in event:
-            raise EngineError(f"The server reported an error: {event['error']}")
+        if not isinstance(event, dict):
+            raise EngineError(f"The server sent malformed data: {data[:100]}")
+        if "error" in event:
+            raise EngineError(f"The server reported an error: {_error_detail(json.dumps(event))}")
+        events += 1
         yield event
+    if not events and junk:
+        raise EngineError(f"The server did not answer with a stream of events: {junk[:100]}")
 
 
 def _event_text(event: dict[str, Any], calls: dict[int, dict[str, str]]) -> tuple[str, str | None]:
