@@ -70,6 +70,10 @@ async def async_resolve(session: aiohttp.ClientSession, url: str) -> RemoteFile:
     )
 
 
+def _size(count: int) -> str:
+    return f"{count >> 20} MB" if count >= 1 << 20 else f"{count >> 10} KB"
+
+
 def _hash_file(path: Path) -> hashlib._Hash:
     digest = hashlib.sha256()
     with path.open("rb") as stream:
@@ -95,7 +99,7 @@ async def async_download(
         return await _async_download(session, remote, dest, part, progress)
     except OSError as err:
         have = await asyncio.to_thread(lambda: part.stat().st_size if part.exists() else 0)
-        kept = f"the {have >> 20} MB downloaded are kept, and the download resumes when retried"
+        kept = f"the {_size(have)} downloaded are kept, and the download resumes when retried"
         if err.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DownloadError(f"The disk is full: {kept} once there is room") from err
         if err.errno == errno.EFBIG:
@@ -141,7 +145,7 @@ async def _async_download(
             finally:
                 await asyncio.to_thread(stream.close)
     except (aiohttp.ClientError, TimeoutError) as err:
-        raise DownloadError(f"The download was interrupted at {have >> 20} MB; it resumes when retried") from err
+        raise DownloadError(f"The download was interrupted at {_size(have)}; it resumes when retried") from err
     if remote.size is not None and have != remote.size:
         await asyncio.to_thread(part.unlink)
         raise DownloadError(f"The download has {have} bytes, the hub announced {remote.size}")
