@@ -22,6 +22,7 @@ import ctypes
 import functools
 import json
 import os
+from pathlib import Path
 import queue
 import signal
 import sys
@@ -46,6 +47,64 @@ MAX_SNAPSHOT_BYTES = 256 << 20
 MAX_GRAMMARS = 8
 # Seconds between signs of life while a request runs (see `Protocol._beat`).
 HEARTBEAT = 1.0
+
+
+def load_cpu_backend() -> str:
+    """Load llama.cpp's CPU backend where it is a loadable module; returns the one in use.
+
+    The musl builds (scripts/build-engine) hold one CPU backend per instruction-set level,
+    `libggml-cpu-<variant>.so` beside libllama (GGML_BACKEND_DL): ggml scores each against
+    this CPU and loads the best it can run. llama-cpp-python never asks it to, so the model
+    would find no backend. A build with the backend linked in (scripts/setup's, from source)
+    has no such files and needs nothing. Either way, the library the CPU backend lives in
+    is returned, for the log and diagnostics (`haswell` for libggml-cpu-haswell.so).
+    """
+    base = Path(getattr(llama_cpp.llama_cpp, "_base_path", Path(llama_cpp.__file__).parent / "lib"))
+    ggml = ctypes.CDLL(str(base / "libggml.so"))
+    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+    if any(base.glob("libggml-cpu-*.so")):
+        ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+        ggml.ggml_backend_load_all_from_path(os.fsencode(base))
+    ggml.ggml_backend_reg_get.restype = ctypes.c_void_p
+    ggml.ggml_backend_reg_get.argtypes = [ctypes.c_size_t]
+    ggml.ggml_backend_reg_name.restype = ctypes.c_char_p
+    ggml.ggml_backend_reg_name.argtypes = [ctypes.c_void_p]
+    ggml.ggml_backend_reg_get_proc_address.restype = ctypes.c_void_p
+    ggml.ggml_backend_reg_get_proc_address.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    for index in range(ggml.ggml_backend_reg_count()):
+        reg = ggml.ggml_backend_reg_get(index)
+        if ggml.ggml_backend_reg_name(reg) != b"CPU":
+            continue
+        # The library a CPU backend function lives in names the variant ggml chose.
+        function = ggml.ggml_backend_reg_get_proc_address(reg, b"ggml_backend_get_features")
+        return _library_of(function) or "built in"
+    raise RuntimeError(f"None of llama.cpp's CPU backends in {base} can run on this CPU")
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = (
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    )
+
+
+def _library_of(address: int | None) -> str | None:
+    """`haswell` for an address in libggml-cpu-haswell.so, or the library's file name."""
+    if not address:
+        return None
+    info = _DlInfo()
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except AttributeError:
+        return None
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    if not dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return None
+    name = os.path.basename(os.fsdecode(info.dli_fname))
+    variant = name.removeprefix("libggml-cpu-").removesuffix(".so")
+    return variant if variant != name else name
 
 
 class Protocol:
@@ -396,6 +455,7 @@ def _safe_length(text: str, stops: list[str]) -> int:
 def serve(options: dict[str, Any]) -> None:
     io = Protocol()
     try:
+        cpu_backend = load_cpu_backend()
         model = Model(options)
     except (ValueError, RuntimeError, OSError) as err:
         io.send({"event": "load_failed", "error": str(err) or type(err).__name__})
@@ -409,6 +469,7 @@ def serve(options: dict[str, Any]) -> None:
             "bos_token": model.bos_text,
             "eos_token": model.eos_text,
             "pid": os.getpid(),
+            "cpu_backend": cpu_backend,
         }
     )
     while True:
