@@ -48,7 +48,7 @@ from .const import (
     ENGINE_EMBEDDED,
     LOGGER,
 )
-from .core.chat_template import ChatTemplate
+from .core.chat_template import ChatTemplate, neutralize
 from .core.engine import Engine, GenerateRequest
 from .core.errors import EngineError
 from .core.formats import CallFormat
@@ -298,8 +298,8 @@ class PromptBuilder:
             "max_tokens": int(options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)),
             "temperature": float(options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)),
         }
-        if template is None:
-            return GenerateRequest(messages=messages, tools=schemas or None, **decoding)
+        if template is None:  # the server renders: the same text as ChatTemplate.render passes
+            return GenerateRequest(messages=neutralize(messages), tools=neutralize(schemas) or None, **decoding)
         try:
             prompt = template.render(messages, tools=schemas or None)
         except EngineError as err:

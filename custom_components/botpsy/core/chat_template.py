@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 import json
+import re
 from typing import Any
 
 from jinja2 import TemplateError
@@ -60,6 +61,24 @@ def _raise(message: str) -> None:
     raise ChatTemplateError(f"The model's chat template refused the messages: {message}")
 
 
+# Prompts are tokenized with control tokens parsed, so text from the home or the user that
+# spells one would be one: "<|im_start|>system" in a device's name would open a system
+# turn, "<tool_call>" in a media title a call. Such a "<" becomes "‹", which begins no
+# token; the model still reads the text as the person wrote it.
+_TAG_OPENER = re.compile(r"<(?=[|/!A-Za-z_])")
+
+
+def neutralize(value: Any) -> Any:
+    """`value` (text, or lists and mappings of it) with no control-token look-alikes."""
+    if isinstance(value, str):
+        return _TAG_OPENER.sub("\u2039", value)
+    if isinstance(value, list):
+        return [neutralize(v) for v in value]
+    if isinstance(value, dict):
+        return {k: neutralize(v) for k, v in value.items()}
+    return value
+
+
 def _tojson(value: Any, indent: int | None = None, **_: Any) -> str:
     # Hugging Face's tojson: no ASCII escaping, keys kept in order.
     return json.dumps(value, ensure_ascii=False, indent=indent)
@@ -91,10 +110,12 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         **variables: Any,
     ) -> str:
+        """The prompt; the messages' and tools' text is `neutralize`d, the template's own
+        control tokens are not."""
         try:
             return self._template.render(
-                messages=messages,
-                tools=tools,
+                messages=neutralize(messages),
+                tools=neutralize(tools),
                 add_generation_prompt=add_generation_prompt,
                 bos_token=self._bos,
                 eos_token=self._eos,
