@@ -127,3 +127,18 @@ def test_one_device_of_a_kind_among_several_is_asked_for_not_guessed() -> None:
         ("skip this song", None),
     ):
         assert named_in(request, CURTAINS, here=here).one_of_several(CURTAINS) == [], request
+
+
+def test_a_gate_is_a_gate_not_any_lock() -> None:
+    """"Open the gate" in a home with one gate and two door locks is not a question."""
+    home = (
+        Entity("cover.driveway_gate", "Driveway Gate", device_class="gate"),
+        Entity("lock.front_door", "Front Door"),
+        Entity("lock.back_door", "Back Door"),
+        Entity("lock.garden_gate", "Garden Gate Lock"),
+    )
+    gates = [e.entity_id for e in named_in("open the gate", home).one_of_several(home)]
+    assert gates == ["cover.driveway_gate", "lock.garden_gate"]
+    assert named_in("open the gate", home[:3]).one_of_several(home[:3]) == []
+    doors = [e.entity_id for e in named_in("unlock the door", home).one_of_several(home)]
+    assert doors == [e.entity_id for e in home]  # a door may be any of them

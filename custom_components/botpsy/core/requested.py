@@ -43,7 +43,8 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "awning": _cover("awning"),
     "window": _cover("window"),
     "garage door": _cover("garage"),
-    "gate": lambda e: _cover("gate")(e) or e.domain == "lock",
+    # A gate is a cover, or a lock of one ("Garden Gate Lock"), not any lock.
+    "gate": lambda e: _cover("gate")(e) or (e.domain == "lock" and "gate" in e.name.lower()),
     "door": lambda e: _cover("door", "garage", "gate")(e) or e.domain == "lock",
     "lock": _domains("lock"),
     "thermostat": _domains("climate", "water_heater"),
