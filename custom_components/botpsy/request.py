@@ -127,7 +127,8 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
     done: list[dict[str, Any]] = []  # HA's intents that acted, as our results say it
     ran: set[str] = set()  # every call run this turn: a repeat is not run again
     for round_number in range(rounds + 1):
-        failed = [r for r in results if r.get("error") and is_action(toolbox.compiled, r["name"])]
+        # BotPsy's actions or HA's intents that failed (an intent HA refused is no less a failure).
+        failed = [r for r in results if r.get("error") and toolbox.writes(r["name"])]
         if round_number == rounds and failed:
             break
         # A question, once something was read, is answered with what was read.
@@ -210,7 +211,10 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         done += [o for o in outcomes if o is not None and o.get("intent")]
         if all(outcomes):
             return describe([o for o in outcomes if o is not None])
-    if actions := [r for r in results if is_action(toolbox.compiled, r["name"])] + done:
+    failed_intents = [r for r in results if r.get("error") and toolbox.writes(r["name"])]
+    if actions := [r for r in results if is_action(toolbox.compiled, r["name"])] + done + [
+        r for r in failed_intents if not is_action(toolbox.compiled, r["name"])
+    ]:
         return describe(actions)
     last = chat_log.content[-1]
     if not isinstance(last, conversation.AssistantContent) or not last.content:

@@ -164,6 +164,19 @@ async def set_apis(hass: HomeAssistant, entry: MockConfigEntry, apis: list[str])
     await hass.async_block_till_done()
 
 
+async def test_an_intent_ha_refuses_is_said_not_claimed(
+    hass: HomeAssistant, agent: MockConfigEntry, hass_read_only_user: User
+) -> None:
+    """A read-only user's request through HA's intents: HA refuses the service call; the
+    reply says so, whatever the model writes after it."""
+    await set_apis(hass, agent, ["assist"])
+    script(agent, XML.render(ToolCall("intent__HassTurnOff", {"name": "Kitchen Lights"})), "Done!", "Done!")
+    speech, _conversation_id = await ask(hass, "Turn off the kitchen lights", user=hass_read_only_user)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+    assert speech.startswith("I did not change"), speech
+    assert "Done" not in speech
+
+
 async def test_assist_api_alone(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """HA's own intent tools: the model names devices, HA matches them."""
     await set_apis(hass, agent, ["assist"])
