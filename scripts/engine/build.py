@@ -115,6 +115,22 @@ def fetch_zig(cache: Path) -> Path:
     return zig
 
 
+# ggml asks for ARM variants as -march=armv8.2-a+dotprod+fp16; zig takes a CPU and features
+# (-mcpu=generic+v8_2a+dotprod+fullfp16) and rejects -march for aarch64.
+_MARCH_TO_MCPU = r"""for a do
+  shift
+  case "$a" in
+    -march=armv*)
+      spec=${a#-march=}; base=${spec%%+*}; feats=${spec#"$base"}
+      ver=$(echo "$base" | sed 's/^armv\([0-9]\)\.\([0-9]\)-a$/v\1_\2a/; s/^armv\([0-9]\)-a$/v\1a/')
+      feats=$(echo "$feats" | sed 's/+fp16/+fullfp16/g')
+      set -- "$@" "-mcpu=generic+$ver$feats" ;;
+    *) set -- "$@" "$a" ;;
+  esac
+done
+"""
+
+
 def toolchain(tools: Tools, arch: str, build: Path) -> Path:
     """Compiler wrappers and a CMake toolchain file for `arch`-linux-musl."""
     target = TARGETS[arch]
@@ -123,7 +139,8 @@ def toolchain(tools: Tools, arch: str, build: Path) -> Path:
     for name, command in (("cc", "cc"), ("c++", "c++"), ("ar", "ar"), ("ranlib", "ranlib")):
         wrapper = bindir / name
         flags = f" -target {target}" if command in ("cc", "c++") else ""
-        wrapper.write_text(f'#!/bin/sh\nexec "{tools.zig}" {command}{flags} "$@"\n')
+        translate = _MARCH_TO_MCPU if arch == "aarch64" and command in ("cc", "c++") else ""
+        wrapper.write_text(f'#!/bin/sh\n{translate}exec "{tools.zig}" {command}{flags} "$@"\n')
         wrapper.chmod(0o755)
     file = build / "toolchain.cmake"
     file.write_text(
