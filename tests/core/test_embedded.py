@@ -177,6 +177,22 @@ async def test_worker_killed_mid_request(tiny_model: Path) -> None:
         await engine.async_unload()
 
 
+async def test_worker_killed_by_an_illegal_instruction(tiny_model: Path) -> None:
+    """A llama.cpp build for another CPU dies of SIGILL in the worker, never in HA; the
+    message says what it likely means."""
+    engine = EmbeddedEngine(EmbeddedOptions(str(tiny_model), n_ctx=512, n_threads=2))
+    await engine.async_load()
+    try:
+        pid = engine.pid
+        assert pid is not None
+        stream = engine.generate(GenerateRequest(prompt="x", grammar=ENDLESS_GRAMMAR, max_tokens=400))
+        with pytest.raises(EngineUnavailableError, match=r"SIGILL .*an instruction this CPU lacks"):
+            async for _event in stream:
+                os.kill(pid, signal.SIGILL)
+    finally:
+        await engine.async_unload()
+
+
 async def test_worker_hung_mid_request(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stopped (SIGSTOP) worker is a clear error within the watchdog's time, is killed,
     and the next request gets a fresh worker."""
