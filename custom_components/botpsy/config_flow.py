@@ -71,9 +71,11 @@ from .const import (
 )
 from .core import download
 from .core.embedded import default_threads
+from .core.engine_package import LOCAL_DIR, EngineInstallError
 from .core.errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
 from .core.gguf_metadata import read_gguf_metadata
 from .core.remote import RemoteEngine, RemoteOptions
+from .engine_install import async_engine_installed, async_ensure_engine
 
 
 def _engine_fields(defaults: Mapping[str, Any]) -> dict[Any, Any]:
@@ -147,6 +149,9 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         self._data: dict[str, Any] = {}
         self._download_task: asyncio.Task[Path] | None = None
         self._download_error = ""
+        self._engine_ready = False
+        self._install_task: asyncio.Task[None] | None = None
+        self._install_error: BaseException | None = None
 
     @classmethod
     @callback
@@ -164,6 +169,9 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         )
 
     async def async_step_embedded(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        if not (self._engine_ready or await async_engine_installed(self.hass)):
+            return await self.async_step_install_engine()
+        self._engine_ready = True
         errors: dict[str, str] = {}
         if user_input is not None:
             self._data = {CONF_ENGINE: ENGINE_EMBEDDED, **_ints(user_input)}
@@ -181,6 +189,30 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
             step_id="embedded",
             data_schema=self.add_suggested_values_to_schema(_embedded_schema({}), user_input or {}),
             errors=errors,
+        )
+
+    async def async_step_install_engine(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """llama-cpp-python is missing: install it (downloaded for HA OS) before anything else."""
+        if self._install_task is None:
+            self._install_task = self.hass.async_create_background_task(
+                async_ensure_engine(self.hass, self.async_update_progress), "BotPsy engine install"
+            )
+        if not self._install_task.done():
+            return self.async_show_progress(
+                step_id="install_engine", progress_action="install_engine", progress_task=self._install_task
+            )
+        task, self._install_task = self._install_task, None
+        if (err := task.exception()) is not None:
+            self._install_error = err
+            return self.async_show_progress_done(next_step_id="install_engine_failed")
+        self._engine_ready = True
+        return self.async_show_progress_done(next_step_id="embedded")
+
+    async def async_step_install_engine_failed(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        err = self._install_error
+        return self.async_abort(
+            reason=err.reason if isinstance(err, EngineInstallError) else "engine_install",
+            description_placeholders={"detail": str(err) or repr(err), "folder": self.hass.config.path(LOCAL_DIR)},
         )
 
     async def _async_download(self) -> Path:

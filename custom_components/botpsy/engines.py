@@ -39,6 +39,7 @@ from .const import (
 from .core.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
 from .core.engine import Engine
 from .core.remote import RemoteEngine, RemoteOptions
+from .engine_install import async_ensure_engine
 
 DATA_ENGINES: HassKey[EngineManager] = HassKey(f"{DOMAIN}_engines")
 
@@ -102,6 +103,8 @@ class EngineManager:
         async with self._lock:
             shared = self._shared.get(key)
             if shared is None:
+                if data[CONF_ENGINE] == ENGINE_EMBEDDED:
+                    await async_ensure_engine(self.hass)
                 engine = self._build(key, data)
                 await engine.async_load()
                 shared = self._shared[key] = _Shared(engine)
