@@ -77,3 +77,32 @@ async def test_home_assistant_stopped_mid_answer(hass: HomeAssistant, embedded_e
     assert speech == "The model failed to answer: The model was unloaded while it was answering"
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_model_file_replaced_while_loaded(
+    hass: HomeAssistant, tiny_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """A file overwritten in place (as `cp other.gguf model.gguf` does) is loaded again,
+    template and all, before the next request: never the old model reading new bytes."""
+    model = tmp_path / "model.gguf"
+    shutil.copyfile(tiny_models["qwen3"], model)
+    entry = make_entry(embedded_data(model))
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    engine = entry.runtime_data.engine
+    assert isinstance(engine, EmbeddedEngine) and engine.model_info is not None
+    pid = engine.pid
+    assert engine.model_info.architecture == "qwen3"
+    shutil.copyfile(tiny_models["gemma3"], model)
+    assert (await converse(hass)).response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert engine.pid not in (None, pid)
+    assert engine.model_info is not None and engine.model_info.architecture == "gemma3"
+    # A replacement that llama.cpp refuses is a clear error; the file fixed, it serves again.
+    model.write_bytes(b"GGUF\x03\x00\x00\x00garbage")
+    result = await converse(hass)
+    assert result.response.response_type is intent.IntentResponseType.ERROR
+    assert result.response.speech["plain"]["speech"].startswith("The model failed to answer: ")
+    shutil.copyfile(tiny_models["qwen3"], model)
+    assert (await converse(hass)).response.response_type is intent.IntentResponseType.ACTION_DONE
+    assert engine.model_info is not None and engine.model_info.architecture == "qwen3"
+    assert await hass.config_entries.async_unload(entry.entry_id)

@@ -86,6 +86,7 @@ class EmbeddedEngine:
         self._crashes: deque[float] = deque()
         self._unloading = False
         self._hung: int | None = None  # pid of a worker the watchdog killed
+        self._file: tuple[int, ...] | None = None  # the model file's identity when loaded
         self.last_timings: Timings | None = None
 
     @property
@@ -103,8 +104,10 @@ class EmbeddedEngine:
         return self._process.pid if running and self._process else None
 
     async def async_load(self) -> ModelInfo:
+        identity = await asyncio.to_thread(_identity, self.options.model_path)
         meta = await asyncio.to_thread(read_gguf_metadata, self.options.model_path)
         ready = await self._start()
+        self._file = identity
         self._info = ModelInfo(
             name=meta.name,
             architecture=meta.architecture,
@@ -171,8 +174,6 @@ class EmbeddedEngine:
             reason = f"killed by {signal.Signals(-code).name}"
             if code == -signal.SIGKILL:
                 reason += " (out of memory?)"
-            elif code == -signal.SIGILL:
-                reason += " (an instruction this CPU lacks: a llama.cpp build for another CPU?)"
         else:
             reason = f"exit code {code}"
         tail = next((line for line in reversed(self._stderr) if line.strip()), "")
@@ -205,6 +206,21 @@ class EmbeddedEngine:
             self._on_repeated_failure(why)
 
     async def _ensure_running(self) -> asyncio.subprocess.Process:
+        identity = await asyncio.to_thread(_identity, self.options.model_path) if self._info is not None else None
+        if identity is not None and identity != self._file:
+            # Replaced on disk (a removed file is still mapped and served as it was):
+            # llama.cpp would read the new bytes through the old mapping, so the
+            # model is loaded again, its template and metadata too.
+            _LOGGER.warning("The model file %s changed on disk; loading it again", self.options.model_path)
+            info = self._info
+            await self.async_unload()
+            try:
+                await self.async_load()
+            except BaseException as err:
+                self._info, self._file = info, None  # tried again on the next request
+                if isinstance(err, ModelLoadError):
+                    raise EngineUnavailableError(str(err)) from err
+                raise
         if self._process is None or self._process.returncode is not None:
             if self._info is None:
                 raise EngineUnavailableError("The model is not loaded")
@@ -384,3 +400,12 @@ class EmbeddedEngine:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells a file from its replacement; None if there is no file."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
