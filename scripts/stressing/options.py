@@ -10,7 +10,7 @@ from pathlib import Path
 class StressOptions:
     """The model both engines serve, where sections write, and their sizes."""
 
-    model: Path  # the instruct GGUF (embedded engine and llama-server)
+    model: Path | None  # the instruct GGUF (embedded engine, llama-server); None: replayed sections only
     out: Path  # out/stress: each section may keep logs under out/<section>/
     threads: int
     llama_server: str  # path of the llama-server binary

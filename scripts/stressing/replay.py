@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from custom_components.botpsy.core.chat_template import GEMMA_TEMPLATE, ChatTemplate
+from custom_components.botpsy.core.chat_template import CHATML_TEMPLATE, GEMMA_TEMPLATE, ChatTemplate
 from custom_components.botpsy.core.engine import ModelInfo
 from custom_components.botpsy.core.formats import FORMATS, CallFormat
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
@@ -21,10 +21,19 @@ from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
 AFTERWORD = "Done."
 
 
-def templates(instruct_model: Path) -> dict[str, tuple[str, str]]:
+def hermes_template(instruct_model: Path | None) -> str:
+    """The instruct stand-in's own chat template (Hermes JSON calls); without the model
+    (fast tests), BotPsy's ChatML fallback, which teaches the same calls."""
+    if instruct_model is None:
+        return CHATML_TEMPLATE
+    template = read_gguf_metadata(instruct_model).chat_template
+    if not template:
+        raise ValueError(f"{instruct_model} has no chat template")
+    return template
+
+
+def templates(hermes: str) -> dict[str, tuple[str, str]]:
     """Call format -> (chat template, end-of-turn token)."""
-    hermes = read_gguf_metadata(instruct_model).chat_template
-    assert hermes, f"{instruct_model} has no chat template"
     return {
         "qwen_xml": (QWEN35_CHAT_TEMPLATE, "<|im_end|>"),
         "hermes_json": (hermes, "<|im_end|>"),
@@ -36,9 +45,9 @@ def templates(instruct_model: Path) -> dict[str, tuple[str, str]]:
 class ReplayEngine(ScriptedEngine):
     """Replays one output per request, in the format `use` last chose."""
 
-    def __init__(self, instruct_model: Path) -> None:
+    def __init__(self, instruct_model: Path | None) -> None:
         super().__init__([])
-        self._templates = templates(instruct_model)
+        self._templates = templates(hermes_template(instruct_model))
         self.keeps = False
 
     def use(self, format_name: str, output: str) -> CallFormat:
