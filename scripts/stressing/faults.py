@@ -484,10 +484,14 @@ def _untouched(hass: HomeAssistant, dest: Path) -> dict[str, Any]:
 
 
 async def _download_faults(options: StressOptions, work: Path) -> dict[str, dict[str, Any]]:
-    """A dropped connection and a full disk during a download from a local hub."""
+    """A dropped connection and a full disk during a download from a local hub.
+
+    The hub serves the instruct model itself: a file of many of the download's 1 MiB
+    blocks, so that "halfway" is what it is with a real model (a file smaller than one
+    block is written only at its end)."""
     results: dict[str, dict[str, Any]] = {}
     work.mkdir(parents=True, exist_ok=True)
-    payload = (await asyncio.to_thread(write_tiny_model, work / "hub-model.gguf", "qwen3")).read_bytes()
+    payload = await asyncio.to_thread(options.model.read_bytes)
     hub = Hub(payload)
     await hub.async_start()
     endpoint = download.HF_ENDPOINT
@@ -597,7 +601,7 @@ def _fill(path: Path) -> None:
 async def _stop_faults(options: StressOptions, work: Path) -> dict[str, dict[str, Any]]:
     return {
         "ha_stopped_during_request": await _stop_during_request(options, work / "request"),
-        "ha_stopped_during_download": await _stop_during_download(work / "download"),
+        "ha_stopped_during_download": await _stop_during_download(options, work / "download"),
     }
 
 
@@ -647,12 +651,12 @@ async def _stop_during_request(options: StressOptions, work: Path) -> dict[str, 
     return figures
 
 
-async def _stop_during_download(work: Path) -> dict[str, Any]:
+async def _stop_during_download(options: StressOptions, work: Path) -> dict[str, Any]:
     """HA stops while a model downloads: nothing half-written is used, the part is kept,
     and the download resumes from it once HA runs again."""
     work.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(work / "config", ignore_errors=True)
-    payload = (await asyncio.to_thread(write_tiny_model, work / "hub-model.gguf", "qwen3")).read_bytes()
+    payload = await asyncio.to_thread(options.model.read_bytes)
     hub = Hub(payload)
     await hub.async_start()
     endpoint = download.HF_ENDPOINT
