@@ -174,6 +174,8 @@ class EmbeddedEngine:
             reason = f"killed by {signal.Signals(-code).name}"
             if code == -signal.SIGKILL:
                 reason += " (out of memory?)"
+            elif code == -signal.SIGILL:
+                reason += " (an instruction this CPU lacks: a llama.cpp build for another CPU?)"
         else:
             reason = f"exit code {code}"
         tail = next((line for line in reversed(self._stderr) if line.strip()), "")
