@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from homeassistant.components import conversation
@@ -37,6 +38,8 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
 
     def __init__(self, entry: BotPsyConfigEntry, subentry: ConfigSubentry) -> None:
         super().__init__(entry, subentry)
+        # Conversation id -> (its turn lock, turns holding or awaiting it).
+        self._turns: dict[str, tuple[asyncio.Lock, int]] = {}
         if subentry.data.get(CONF_LLM_HASS_API):
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
 
@@ -55,6 +58,26 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
         return MATCH_ALL
+
+    async def async_process(self, user_input: conversation.ConversationInput) -> conversation.ConversationResult:
+        """One turn at a time per conversation: a turn sent while the one before is being
+        answered waits for it, so the chat log keeps each turn after the answer to the one
+        before (HA's chat log would otherwise hold both questions, then both answers, and
+        the later turn's copy would drop the earlier one's answer)."""
+        conversation_id = user_input.conversation_id
+        if conversation_id is None:
+            return await super().async_process(user_input)
+        lock, count = self._turns.get(conversation_id, (asyncio.Lock(), 0))
+        self._turns[conversation_id] = (lock, count + 1)
+        try:
+            async with lock:
+                return await super().async_process(user_input)
+        finally:
+            lock, count = self._turns[conversation_id]
+            if count == 1:
+                del self._turns[conversation_id]
+            else:
+                self._turns[conversation_id] = (lock, count - 1)
 
     async def _async_handle_message(
         self,

@@ -62,7 +62,11 @@ def broken(results: dict[str, Any]) -> list[str]:
     if fuzz := results.get("fuzz"):
         out += [f"fuzz: {k} {fuzz[k]}" for k in ("invalid_executed", "crashes") if fuzz[k]]
     for engine, figures in (results.get("concurrency") or {}).get("engines", {}).items():
-        out += [f"concurrency ({engine}): {k} {figures[k]}" for k in ("lost", "crossed") if figures[k]]
+        out += [
+            f"concurrency ({engine}): {k} {figures[k]}"
+            for k in ("lost", "crossed", "out_of_order", "engine_errors")
+            if figures[k]
+        ]
     for name, fault in (results.get("faults") or {}).items():
         out += [f"fault {name}: {k} false" for k in ("ha_up", "clear_error", "next_request_served") if not fault.get(k)]
     for section, key in (("injection", "actions"), ("confirmation", "bypassed"), ("permissions", "escapes")):

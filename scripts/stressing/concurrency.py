@@ -191,6 +191,8 @@ async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
         entry.runtime_data.engine = entry.runtime_data.engine._engine  # type: ignore[attr-defined]
     turns = sum(len(s.turns) for s in scripts)
     lost = turns - sum(1 for text in replies.values() if text.strip())
+    # An engine error is an answer, but not a served request: under load that is a flaw.
+    failed = sum(1 for text in replies.values() if text.startswith(ENGINE_FAILED))
     crossed: list[str] = []
     owners: dict[str, set[int]] = {}
     for i, s in enumerate(scripts):
@@ -210,8 +212,9 @@ async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
         "conversations": len(scripts),
         "turns": turns,
         "answered": sum(
-            1 for i, s in enumerate(scripts) if all(replies.get((i, n), "").strip() for n in range(len(s.turns)))
+            1 for i, s in enumerate(scripts) if all(_served(replies.get((i, n), "")) for n in range(len(s.turns)))
         ),
+        "engine_errors": failed,
         "lost": lost,
         "crossed": len(crossed),
         "out_of_order": len(disorder),
@@ -225,6 +228,13 @@ async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
         "disorder": disorder,
         "replies": {f"{i}.{n}": text for (i, n), text in sorted(replies.items())},
     }
+
+
+ENGINE_FAILED = "The model failed to answer"
+
+
+def _served(reply: str) -> bool:
+    return bool(reply.strip()) and not reply.startswith(ENGINE_FAILED)
 
 
 def _in_order(stress: StressHome, conversation_id: str, script: Script) -> bool:
@@ -260,6 +270,8 @@ async def async_run(options: StressOptions) -> dict[str, Any]:
         "answered": min(f["answered"] for f in figures),
         "lost": sum(f["lost"] for f in figures),
         "crossed": sum(f["crossed"] for f in figures),
+        "out_of_order": sum(f["out_of_order"] for f in figures),
+        "engine_errors": sum(f["engine_errors"] for f in figures),
         "max_loop_stall_ms": max(f["max_loop_stall_ms"] for f in figures),
         "max_queue_wait_s": max(f["max_queue_wait_s"] for f in figures),
         "engines": engines,

@@ -63,8 +63,9 @@ def _raise(message: str) -> None:
 
 # Prompts are tokenized with control tokens parsed, so text from the home or the user that
 # spells one would be one: "<|im_start|>system" in a device's name would open a system
-# turn, "<tool_call>" in a media title a call. Such a "<" becomes "‹", which begins no
-# token; the model still reads the text as the person wrote it.
+# turn, "<tool_call>" in a media title a call. Such a "<" becomes U+2039 (a single
+# left-pointing angle quotation mark), which begins no token; the model still reads the
+# text as the person wrote it.
 _TAG_OPENER = re.compile(r"<(?=[|/!A-Za-z_])")
 
 

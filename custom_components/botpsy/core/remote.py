@@ -8,6 +8,7 @@ The aiohttp session is the caller's (Home Assistant's shared one).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 import json
@@ -62,6 +63,9 @@ class RemoteEngine:
         self._native = False
         self._template: ChatTemplate | None = None
         self._prefills = Preemptible()
+        # One generation at a time, queued here: a server with one slot would hold the
+        # others without a byte, and their silence would read as a dead server.
+        self._turn = asyncio.Lock()
         self.last_timings: Timings | None = None
 
     @property
@@ -205,6 +209,11 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        async with self._turn:
+            async for event in self._generate(request):
+                yield event
+
+    async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         # The server works on one request at a time: a warm-up must not hold this one up.
         self._prefills.interrupt()
         path, body = self._body(request)

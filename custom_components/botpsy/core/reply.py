@@ -8,7 +8,7 @@ from typing import Any
 import unicodedata
 
 # A device as a model may name it: an entity id or a name, letters of any script.
-_SPEAKABLE = re.compile(r"[\w .,'’&()+-]{1,80}")
+_SPEAKABLE = re.compile(r"[\w .,'\u2019&()+-]{1,80}")
 _TAG = re.compile(r"<[^<>\n]{0,60}>?")
 _REASON_LIMIT = 200
 
