@@ -35,10 +35,10 @@ def test_a_malformed_call_is_said_without_its_syntax_or_length() -> None:
                 "arguments": {"entity_id": "media_player.tv<escape\n<start_function_call>call:fan{entity_id:"},
                 "error": "unknown entity 'media_player.tv<escape\\n<start_function_call>call:fan{' \u202e" + "x" * 5000,
             },
-            {"arguments": {"entity_id": "lіght.kіtchen"}, "error": "no such entity"},
+            {"arguments": {"entity_id": "l\u0456ght.k\u0456tchen"}, "error": "no such entity"},
         ]
     )
     assert "<" not in reply and "start_function_call" not in reply and "\u202e" not in reply
     assert "I did not change a device I could not make out: unknown entity" in reply
     assert len(reply) < 400
-    assert "I did not change lіght.kіtchen: no such entity." in reply  # another script is still said
+    assert "I did not change l\u0456ght.k\u0456tchen: no such entity." in reply  # another script is still said
