@@ -130,7 +130,7 @@ def test_one_device_of_a_kind_among_several_is_asked_for_not_guessed() -> None:
 
 
 def test_a_gate_is_a_gate_not_any_lock() -> None:
-    """"Open the gate" in a home with one gate and two door locks is not a question."""
+    """ "Open the gate" in a home with one gate and two door locks is not a question."""
     home = (
         Entity("cover.driveway_gate", "Driveway Gate", device_class="gate"),
         Entity("lock.front_door", "Front Door"),
