@@ -35,7 +35,7 @@ STOP_TIMEOUT = 5.0
 CRASH_LIMIT = 3
 CRASH_WINDOW = 600.0
 # A worker that sends nothing for this long while serving a request is hung, and killed.
-# While it serves, the worker says it is alive every second (`worker.HEARTBEAT`) from a
+# While it serves, the worker says it is alive 15 times as often (every second) from a
 # thread that runs while llama.cpp computes, so a long prompt never trips this: only a
 # process that is stopped, deadlocked or starved of CPU for this long does. Long enough
 # for a hub that swaps for a few seconds, short enough that a voice request gets its
@@ -136,7 +136,7 @@ class EmbeddedEngine:
             self._python,
             "-I",
             str(WORKER),
-            json.dumps(asdict(self.options)),
+            json.dumps({**asdict(self.options), "heartbeat": WATCHDOG_TIMEOUT / 15}),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -45,7 +45,8 @@ MAX_SNAPSHOTS = 4
 MAX_SNAPSHOT_BYTES = 256 << 20
 # Parsed grammars kept, to be cloned per request instead of parsed again.
 MAX_GRAMMARS = 8
-# Seconds between signs of life while a request runs (see `Protocol._beat`).
+# Seconds between signs of life while a request runs (see `Protocol._beat`), unless the
+# parent asks for another pace (its watchdog's timeout over 15).
 HEARTBEAT = 1.0
 
 
@@ -110,7 +111,8 @@ def _library_of(address: int | None) -> str | None:
 class Protocol:
     """Line I/O with the parent, safe from llama.cpp writing to fd 1."""
 
-    def __init__(self) -> None:
+    def __init__(self, heartbeat: float = HEARTBEAT) -> None:
+        self.heartbeat = heartbeat
         self._out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
         os.dup2(2, 1)  # anything native code prints goes to stderr, not the protocol
         self._lock = threading.Lock()
@@ -132,7 +134,7 @@ class Protocol:
         falls silent, however long a prompt takes to evaluate.
         """
         while True:
-            time.sleep(HEARTBEAT)
+            time.sleep(self.heartbeat)
             if rid := self.serving:
                 self.send({"id": rid, "alive": True})
 
@@ -453,7 +455,7 @@ def _safe_length(text: str, stops: list[str]) -> int:
 
 
 def serve(options: dict[str, Any]) -> None:
-    io = Protocol()
+    io = Protocol(float(options.get("heartbeat", HEARTBEAT)))
     try:
         cpu_backend = load_cpu_backend()
         model = Model(options)
