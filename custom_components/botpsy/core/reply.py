@@ -10,6 +10,8 @@ import unicodedata
 # A device as a model may name it: an entity id or a name, letters of any script.
 _SPEAKABLE = re.compile(r"[\w .,'\u2019&()+-]{1,80}")
 _TAG = re.compile(r"<[^<>\n]{0,60}>?")
+# A call's JSON that a model wrote into a value: from its first brace on.
+_JSON = re.compile(r"\{.*", re.S)
 _REASON_LIMIT = 200
 
 
@@ -22,7 +24,8 @@ def _target(value: Any) -> str:
 def _reason(text: str) -> str:
     """A rejection's reason, said to a person: without tags of call syntax, invisible
     characters or the length of a value a model made up."""
-    text = "".join(c for c in _TAG.sub("…", text) if unicodedata.category(c)[0] != "C" or c == " ")
+    text = _JSON.sub("…", _TAG.sub("…", text))
+    text = "".join(c for c in text if unicodedata.category(c)[0] != "C" or c == " ")
     text = " ".join(text.split())
     return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"
 
