@@ -260,11 +260,18 @@ def test_a_valid_call_runs_its_actions_service_with_the_rest_as_data() -> None:
     assert valid.arguments == {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 40}
 
 
+def test_qwen_xml_reads_a_hermes_json_call_in_its_tags() -> None:
+    """What Qwen3.5's ancestors wrote; without a grammar (a model server) it may too."""
+    call = ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_on"})
+    assert FORMATS["qwen_xml"].parse(FORMATS["hermes_json"].render(call)).calls == [call]
+
+
 @pytest.mark.parametrize(
     ("fmt", "text", "error"),
     [
         ("qwen_xml", "<tool_call>\n<function=light_turn_off>\n<parameter=entity_id>\nlight.kitchen\n", "unfinished"),
         ("qwen_xml", "<tool_call>\nlight_turn_off\n</tool_call>", "malformed call"),
+        ("qwen_xml", '<tool_call>\n{"name": "light", "arguments": {}} and more\n</tool_call>', "malformed call"),
         (
             "hermes_json",
             '<tool_call>\n{"name": "light_turn_off", "arguments": {"entity_id": \n</tool_call>',

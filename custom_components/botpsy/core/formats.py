@@ -203,9 +203,15 @@ class QwenXMLFormat(_TaggedFormat):
 
     def _read_call(self, body: str) -> ToolCall | str:
         function = self._function.fullmatch(body)
-        if function is None:
-            return f"malformed call: {body[:80]!r}"
-        return self._read_function(function)
+        if function is not None:
+            return self._read_function(function)
+        # Qwen3.5 descends from models that wrote JSON inside the same tags (Hermes calls);
+        # without a grammar (a model server) it may still.
+        if body.lstrip().startswith("{") and (found := _read_json(body, len(body) - len(body.lstrip()))):
+            call, end = found
+            if isinstance(call, ToolCall) and not body[end:].strip():
+                return call
+        return f"malformed call: {body[:80]!r}"
 
     def _read_function(self, function: re.Match[str]) -> ToolCall | str:
         params = function.group(2)
