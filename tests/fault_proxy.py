@@ -38,7 +38,9 @@ class FaultProxy:
         self._release = asyncio.Event()  # ends stalled answers (on `pass` and at close)
 
     async def async_start(self) -> None:
-        self._session = aiohttp.ClientSession()
+        # A fresh connection per request: a kept-alive one llama-server has dropped would
+        # fail the proxy itself (an "injected" fault nobody asked for).
+        self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
         await self._listen()
 
     async def _listen(self) -> None:
