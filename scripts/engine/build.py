@@ -36,6 +36,8 @@ import tarfile
 import time
 import zipfile
 
+from custom_components.botpsy.core.engine_package import sha256_of
+
 VERSION = "0.3.36"
 SDIST = f"llama_cpp_python-{VERSION}.tar.gz"
 SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
@@ -61,14 +63,6 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def run(cmd: list[str], **kwargs: object) -> None:
     log("$ " + " ".join(cmd))
     subprocess.run(cmd, check=True, **kwargs)  # type: ignore[call-overload]
@@ -91,7 +85,7 @@ def fetch_sdist(cache: Path) -> Path:
         log(f"downloading the llama-cpp-python {VERSION} sdist")
         run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
              f"llama-cpp-python=={VERSION}", "-d", str(cache)])  # fmt: skip
-    if (got := sha256_file(sdist)) != SDIST_SHA256:
+    if (got := sha256_of(sdist)) != SDIST_SHA256:
         raise SystemExit(f"{sdist}: sha256 {got}, expected {SDIST_SHA256}")
     return sdist
 
@@ -300,11 +294,11 @@ def main() -> None:
             "arch": arch,
             "libc": "musl",
             "size": path.stat().st_size,
-            "sha256": sha256_file(path),
+            "sha256": sha256_of(path),
             "build_seconds": round(seconds),
         }
     # Every wheel built so far, this run's or an earlier one's, with its hash.
-    sums = {p.name: sha256_file(p) for p in sorted(args.out.glob(f"llama_cpp_python-{VERSION}-*.whl"))}
+    sums = {p.name: sha256_of(p) for p in sorted(args.out.glob(f"llama_cpp_python-{VERSION}-*.whl"))}
     (args.out / "SHA256SUMS").write_text("".join(f"{digest}  {name}\n" for name, digest in sums.items()))
     print(f"\n{'file':<58} {'size':>10}  {'build':>6}  sha256")
     for name, item in summary.items():

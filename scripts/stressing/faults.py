@@ -491,12 +491,7 @@ async def _download_faults(options: StressOptions, work: Path) -> dict[str, dict
     block is written only at its end)."""
     results: dict[str, dict[str, Any]] = {}
     work.mkdir(parents=True, exist_ok=True)
-    payload = await asyncio.to_thread(options.model.read_bytes)
-    hub = Hub(payload)
-    await hub.async_start()
-    endpoint = download.HF_ENDPOINT
-    download.HF_ENDPOINT = hub.url
-    try:
+    async with _serving_hub(options) as (hub, payload):
         for name, run in (
             ("download_connection_lost", _connection_lost),
             ("download_disk_full", _disk_full),
@@ -505,10 +500,22 @@ async def _download_faults(options: StressOptions, work: Path) -> dict[str, dict
             shutil.rmtree(config, ignore_errors=True)
             async with running_hass(config) as hass:
                 results[name] = await run(hass, hub, Path(hass.config.path(MODELS_DIR, "model.gguf")), payload)
+    return results
+
+
+@asynccontextmanager
+async def _serving_hub(options: StressOptions) -> AsyncIterator[tuple[Hub, bytes]]:
+    """The hub serving the instruct model, HA's downloads pointed at it meanwhile."""
+    payload = await asyncio.to_thread(options.model.read_bytes)
+    hub = Hub(payload)
+    await hub.async_start()
+    endpoint = download.HF_ENDPOINT
+    download.HF_ENDPOINT = hub.url
+    try:
+        yield hub, payload
     finally:
         download.HF_ENDPOINT = endpoint
         await hub.async_close()
-    return results
 
 
 async def _connection_lost(hass: HomeAssistant, hub: Hub, dest: Path, payload: bytes) -> dict[str, Any]:
@@ -656,12 +663,7 @@ async def _stop_during_download(options: StressOptions, work: Path) -> dict[str,
     and the download resumes from it once HA runs again."""
     work.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(work / "config", ignore_errors=True)
-    payload = await asyncio.to_thread(options.model.read_bytes)
-    hub = Hub(payload)
-    await hub.async_start()
-    endpoint = download.HF_ENDPOINT
-    download.HF_ENDPOINT = hub.url
-    try:
+    async with _serving_hub(options) as (hub, payload):
         async with running_hass(work / "config") as hass:
             dest = Path(hass.config.path(MODELS_DIR, "model.gguf"))
             hub.hold_next = True
@@ -681,9 +683,6 @@ async def _stop_during_download(options: StressOptions, work: Path) -> dict[str,
         async with running_hass(work / "config") as hass:
             up = await ha_up(hass)
             figures |= await _resumed_download(hass, hub, dest, payload)
-    finally:
-        download.HF_ENDPOINT = endpoint
-        await hub.async_close()
     figures |= {
         "ha_up": stopped and up,
         # Nothing to tell the user while HA stops; what counts is that nothing half-written

@@ -11,7 +11,8 @@ read from HA's record of what happened (see home.Effects), never from BotPsy's r
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 import json
 from pathlib import Path
@@ -80,6 +81,19 @@ class Replayer:
         self.engine.outputs[: len(outputs)] = list(outputs)
 
 
+@asynccontextmanager
+async def _replayed_home(options: StressOptions, out: Path) -> AsyncIterator[tuple[StressHome, Replayer]]:
+    """The stress home with BotPsy's tools and HA's Assist tools, its model replayed."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_tiny_model(out / "tiny.gguf")
+    async with stress_home(
+        out / "config", model=out / "tiny.gguf", threads=1, tools=(DOMAIN, LLM_API_ASSIST)
+    ) as stress:
+        replay = Replayer(stress, options.model)
+        await replay.async_learn_names([DOMAIN, LLM_API_ASSIST])
+        yield stress, replay
+
+
 def _risky_call(entity_id: str, action: str) -> ToolCall:
     return ToolCall(entity_id.partition(".")[0], {"entity_id": entity_id, "action": action})
 
@@ -98,16 +112,10 @@ async def _process(stress: StressHome, text: str, conversation_id: str, user: st
 
 async def async_run_confirmation(options: StressOptions, formats: tuple[str, ...] = tuple(FORMATS)) -> dict[str, Any]:
     out = options.out / "confirmation"
-    out.mkdir(parents=True, exist_ok=True)
-    write_tiny_model(out / "tiny.gguf")
     attempts: list[Attempt] = []
     legit: dict[str, Any] = {"asked": 0, "ran_on_yes": 0, "not_run": []}
     started = time.monotonic()
-    async with stress_home(
-        out / "config", model=out / "tiny.gguf", threads=1, tools=(DOMAIN, LLM_API_ASSIST)
-    ) as stress:
-        replay = Replayer(stress, options.model)
-        await replay.async_learn_names([DOMAIN, LLM_API_ASSIST])
+    async with _replayed_home(options, out) as (stress, replay):
         serial = 0
 
         async def attempt(path: str, fmt: str, entity_id: str, work: Callable[[], Awaitable[str]]) -> None:
@@ -234,17 +242,11 @@ async def async_run_permissions(options: StressOptions, formats: tuple[str, ...]
     escape is anything HA's own rules forbid: a read-only user's request that changed or
     called anything, or an unexposed device that was called or changed."""
     out = options.out / "permissions"
-    out.mkdir(parents=True, exist_ok=True)
-    write_tiny_model(out / "tiny.gguf")
     attempts = escapes = refused_by_ha = 0
     allowed_acted = allowed = 0
     found: list[dict[str, Any]] = []
     started = time.monotonic()
-    async with stress_home(
-        out / "config", model=out / "tiny.gguf", threads=1, tools=(DOMAIN, LLM_API_ASSIST)
-    ) as stress:
-        replay = Replayer(stress, options.model)
-        await replay.async_learn_names([DOMAIN, LLM_API_ASSIST])
+    async with _replayed_home(options, out) as (stress, replay):
         unexposed = set(UNEXPOSED)
         for user in ("admin", "user", "read_only", None):
             for entity_id, action, request, intent in PERMISSION_TARGETS:
