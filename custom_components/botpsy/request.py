@@ -211,12 +211,11 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         done += [o for o in outcomes if o is not None and o.get("intent")]
         if all(outcomes):
             return describe([o for o in outcomes if o is not None])
-    failed_intents = [r for r in results if r.get("error") and toolbox.writes(r["name"])]
-    if (
-        actions := [r for r in results if is_action(toolbox.compiled, r["name"])]
-        + done
-        + [r for r in failed_intents if not is_action(toolbox.compiled, r["name"])]
-    ):
+    # BotPsy's actions, and HA's intents that failed (those that acted are in `done`).
+    writes = [
+        r for r in results if is_action(toolbox.compiled, r["name"]) or (r.get("error") and toolbox.writes(r["name"]))
+    ]
+    if actions := writes + done:
         return describe(actions)
     last = chat_log.content[-1]
     if not isinstance(last, conversation.AssistantContent) or not last.content:
