@@ -3,10 +3,14 @@ another kind or in another area than the one named."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from custom_components.botpsy.core.home import Entity
 from custom_components.botpsy.core.requested import NAMES_NOTHING, named_in
+
+from .sample_home import generated_home
 
 HOME = (
     Entity("fan.ceiling", "Ceiling Fan", area="Living Room"),
@@ -142,3 +146,42 @@ def test_a_gate_is_a_gate_not_any_lock() -> None:
     assert named_in("open the gate", home[:3]).one_of_several(home[:3]) == []
     doors = [e.entity_id for e in named_in("unlock the door", home).one_of_several(home)]
     assert doors == [e.entity_id for e in home]  # a door may be any of them
+
+
+@pytest.mark.parametrize(
+    "phrase",
+    ["Kitchen Lights", "bus", "Mr. Coffee's", "AC/DC speakers", "tv (main)", "garage door", "Lamps 2", "  ", "Café"],
+)
+def test_a_name_is_found_as_its_pattern_finds_it(phrase: str) -> None:
+    """Names are ruled out by their words before a pattern is searched: never one that the
+    pattern (the words, singular or plural) would find."""
+    from custom_components.botpsy.core.requested import _mentions
+
+    def pattern(words: str) -> str:
+        return r"\s+".join(re.escape(w[:-1] if w.endswith("s") and len(w) > 3 else w) + "s?" for w in words.split())
+
+    texts = [
+        "turn off the kitchen light",
+        "turn off the kitchen lights now",
+        "the kitchenlight",
+        "put the bu on",
+        "turn on mr. coffee's machine",
+        "mr. coffee'",
+        "ac/dc speaker off",
+        "the tv (main) please",
+        "open the garage  doors",
+        "lamp 2 and lamps 2",
+        "café",
+        "",
+    ]
+    for text in texts:
+        expected = bool(phrase.split()) and re.search(rf"\b{pattern(phrase.lower())}\b", text) is not None
+        assert _mentions(text, phrase) is expected, text
+
+
+def test_names_are_found_in_a_home_bigger_than_the_pattern_cache() -> None:
+    """A thousand names (more than `re` keeps compiled): the one said is found, and only it."""
+    home = generated_home(1000).entities
+    named = named_in("turn off the kitchen ceiling light and the attic fan", home)
+    assert named.entity_ids == {"light.kitchen_ceiling_light", "fan.attic_fan"}  # not "Attic fan 2"
+    assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_ceiling_light", "fan.attic_fan"]

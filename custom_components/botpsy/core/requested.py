@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 import re
 
 from .home import Entity
@@ -79,20 +80,32 @@ _EVERY = re.compile(r"\b(?:all|every|each|both)\b")
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
 
 
-def _word(word: str) -> str:
-    """A word, singular or plural: "lights" is "light" too, and "light" is "lights"."""
-    stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
-    return re.escape(stem) + "s?"
+def _stem(word: str) -> str:
+    """A word without its plural "s": "lights" is "light" too, and "light" is "lights"."""
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
+@lru_cache(maxsize=8192)
+def _stems(phrase: str) -> tuple[str, ...]:
+    """The stems of `phrase`'s words: the literal text `_phrase(phrase)` matches."""
+    return tuple(_stem(w) for w in phrase.lower().split())
+
+
+@lru_cache(maxsize=4096)
 def _phrase(phrase: str) -> re.Pattern[str]:
-    """`phrase` as words of a text, singular or plural."""
-    return re.compile(r"\b" + r"\s+".join(_word(w) for w in phrase.lower().split()) + r"\b")
+    """`phrase` as words of a text, singular or plural (compiled once: this runs for
+    every name of a big home, more than `re`'s own cache holds)."""
+    return re.compile(r"\b" + r"\s+".join(re.escape(s) + "s?" for s in _stems(phrase)) + r"\b")
 
 
 def _mentions(text: str, phrase: str) -> bool:
-    """Whether `text` names `phrase` as words (singular or plural)."""
-    return bool(phrase.split()) and _phrase(phrase).search(text) is not None
+    """Whether `text` names `phrase` as words (singular or plural).
+
+    A text without each of the phrase's stems cannot match: that plain test rules out
+    almost every name of a home before its pattern is searched.
+    """
+    stems = _stems(phrase)
+    return bool(stems) and all(s in text for s in stems) and _phrase(phrase).search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +174,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     for word, kind in _SYNONYMS.items():
         text = re.sub(rf"\b{word}s?\b", kind, text)
     entities = tuple(entities)
-    named = frozenset(e.entity_id for e in entities if any(_mentions(text, n.lower()) for n in (e.name, *e.aliases)))
+    named = frozenset(e.entity_id for e in entities if any(_mentions(text, n) for n in (e.name, *e.aliases)))
     # The words of a device's name ("Kitchen Lights") name that device, not an area or a
     # kind: "turn off the kitchen light" is about it alone.
     for name in sorted({n.lower() for e in entities if e.entity_id in named for n in (e.name, *e.aliases)}, key=len)[
