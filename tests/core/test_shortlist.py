@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
-from custom_components.botpsy.core.shortlist import DEFAULT_LIMIT, SMALL_HOME, find_entities, restrict, shortlist
+from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.shortlist import (
+    DEFAULT_LIMIT,
+    DOMAIN_WORDS,
+    SMALL_HOME,
+    _similar,
+    find_entities,
+    restrict,
+    score,
+    shortlist,
+    words,
+)
 from custom_components.botpsy.core.tools import compile_tools
 
 from .sample_home import generated_home, sample_home
@@ -59,3 +72,49 @@ def test_find_entities_reaches_everything() -> None:
     home = generated_home(1000)
     found = find_entities(home.entities, "basement speaker")
     assert found[0]["entity_id"] == "media_player.basement_speaker"
+
+
+def _score_by_definition(entity: Entity, query: tuple[str, ...]) -> float:
+    """`score` spelled out, each word of each phrase compared with the query's anew."""
+
+    def overlap(phrase: str) -> float:
+        target = words(phrase)
+        return sum(any(_similar(q, t) for q in query) for t in target) / len(target) if target else 0.0
+
+    result = 3 * max(overlap(n) for n in (entity.name, *entity.aliases))
+    for place in (entity.area, entity.floor):
+        if place and overlap(place) == 1.0:
+            result += 2
+    if any(w in query for w in DOMAIN_WORDS.get(entity.domain, ())):
+        result += 1.5
+    if entity.device_class and entity.device_class.replace("_", " ") in " ".join(query):
+        result += 1
+    return result
+
+
+@pytest.mark.parametrize(
+    "utterance",
+    [
+        "turn off the kitchen ceiling light",
+        "dim the nursery celing lamp upstairs",  # misspelt, a floor
+        "what is the temperature on the ground floor",  # a device class, a floor
+        "open the garage door of the big lamp",
+        "play music in the den",
+        "",
+    ],
+)
+def test_each_entity_scores_as_its_definition_says(utterance: str) -> None:
+    """Scores worked out once per word, phrase, domain and device class of a request are
+    those of each entity on its own, for every entity of a big home."""
+    entities = list(generated_home(400).entities) + list(sample_home().entities)
+    for i, entity in enumerate(entities):
+        if i % 7 == 0:
+            entities[i] = replace(entity, floor=("Ground floor", "Upstairs")[i % 2])
+        if i % 11 == 0:
+            entities[i] = replace(entity, aliases=("big lamp", "Ceiling"), device_class="garage_door")
+    query = words(utterance)
+    assert [score(e, query) for e in entities] == [_score_by_definition(e, query) for e in entities]
+    scored = [(_score_by_definition(e, query), e.entity_id) for e in entities]
+    ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
+    expected = tuple(sorted(entity_id for _score, entity_id in ranked[:DEFAULT_LIMIT]))
+    assert shortlist(entities, utterance) == expected

@@ -77,25 +77,59 @@ def _similar(a: str, b: str) -> bool:
     return matcher.real_quick_ratio() >= 0.8 and matcher.quick_ratio() >= 0.8 and matcher.ratio() >= 0.8
 
 
-def _overlap(query: Sequence[str], phrase: str) -> float:
-    """Share of the phrase's words found (fuzzily) in the query."""
-    target = words(phrase)
-    if not target:
-        return 0.0
-    return sum(any(_similar(q, t) for q in query) for t in target) / len(target)
-
-
 def score(entity: Entity, query: Sequence[str]) -> float:
-    names = [entity.name, *entity.aliases]
-    result = 3 * max(_overlap(query, n) for n in names)
-    for place in (entity.area, entity.floor):
-        if place and _overlap(query, place) == 1.0:
-            result += 2
-    if any(w in query for w in DOMAIN_WORDS.get(entity.domain, ())):
-        result += 1.5
-    if entity.device_class and entity.device_class.replace("_", " ") in " ".join(query):
-        result += 1
-    return result
+    """How well `entity` fits the query's words (0: not at all)."""
+    return _Scorer(query)(entity)
+
+
+class _Scorer:
+    """`score` for one query over many entities: what depends only on the query and a word,
+    a phrase (an area's name), a domain or a device class is worked out once, not once per
+    entity (a request scores every entity of the home)."""
+
+    __slots__ = ("_classes", "_domains", "_found", "_joined", "_overlaps", "query")
+
+    def __init__(self, query: Sequence[str]) -> None:
+        self.query = query
+        self._joined = " ".join(query)
+        self._found: dict[str, bool] = {}  # word -> whether the query has it (fuzzily)
+        self._overlaps: dict[str, float] = {}  # phrase -> share of its words found
+        self._domains: dict[str, bool] = {}
+        self._classes: dict[str, bool] = {}
+
+    def overlap(self, phrase: str) -> float:
+        """Share of the phrase's words found (fuzzily) in the query."""
+        share = self._overlaps.get(phrase)
+        if share is None:
+            target = words(phrase)
+            found = self._found
+            hits = 0
+            for t in target:
+                hit = found.get(t)
+                if hit is None:
+                    hit = found[t] = any(_similar(q, t) for q in self.query)
+                hits += hit
+            share = self._overlaps[phrase] = hits / len(target) if target else 0.0
+        return share
+
+    def __call__(self, entity: Entity) -> float:
+        result = 3 * max([self.overlap(entity.name), *(self.overlap(a) for a in entity.aliases)])
+        for place in (entity.area, entity.floor):
+            if place and self.overlap(place) == 1.0:
+                result += 2
+        domain = entity.domain
+        said = self._domains.get(domain)
+        if said is None:
+            said = self._domains[domain] = any(w in self.query for w in DOMAIN_WORDS.get(domain, ()))
+        if said:
+            result += 1.5
+        if device_class := entity.device_class:
+            named = self._classes.get(device_class)
+            if named is None:
+                named = self._classes[device_class] = device_class.replace("_", " ") in self._joined
+            if named:
+                result += 1
+        return result
 
 
 def shortlist(
@@ -112,7 +146,8 @@ def shortlist(
         return tuple(e.entity_id for e in entities)
     query = words(utterance)
     recent_ids = set(recent)
-    scored = [(score(e, query) + (0.5 if e.entity_id in recent_ids else 0), e.entity_id) for e in entities]
+    score_of = _Scorer(query)
+    scored = [(score_of(e) + (0.5 if e.entity_id in recent_ids else 0), e.entity_id) for e in entities]
     ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
     return tuple(sorted(entity_id for _score, entity_id in ranked[:limit]))
 
@@ -130,8 +165,8 @@ def restrict(tools: Iterable[Tool], entity_ids: Iterable[str]) -> tuple[Tool, ..
 
 def find_entities(entities: Sequence[Entity], query: str, *, limit: int = 8) -> list[dict[str, str | None]]:
     """The search behind the `find_entities` tool: best matches with name, area and state."""
-    tokens = words(query)
-    ranked = sorted(((score(e, tokens), e) for e in entities), key=lambda s: (-s[0], s[1].entity_id))
+    score_of = _Scorer(words(query))
+    ranked = sorted(((score_of(e), e) for e in entities), key=lambda s: (-s[0], s[1].entity_id))
     return [
         {"entity_id": e.entity_id, "name": e.name, "area": e.area, "state": e.state} for s, e in ranked[:limit] if s > 0
     ]
