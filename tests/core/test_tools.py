@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from enum import IntFlag
 import random
 
 from homeassistant.helpers.llm import DEFAULT_INSTRUCTIONS_PROMPT
 import pytest
 
 from custom_components.botpsy.core.chat_template import ChatTemplate
-from custom_components.botpsy.core.home import Home
+from custom_components.botpsy.core.home import Home, ServiceSpec
 from custom_components.botpsy.core.tools import (
+    EXCLUSIVE_FIELDS,
     FIND_ENTITIES,
     GET_AREA_STATE,
     GET_STATE,
+    SKIPPED_FIELDS,
+    Param,
+    _param,
     compile_tools,
     function_schemas,
 )
@@ -131,3 +136,57 @@ def test_players_that_search_get_one_play_action() -> None:
     assert not any(
         t.service == SEARCH_AND_PLAY for t in compile_tools(replace(home, entities=(*home.entities, searching)))
     )
+
+
+def _targets_by_definition(service: ServiceSpec, home: Home) -> dict[str, tuple[Param, ...]]:
+    """A service's targets spelled out: every entity in id order, each field tried on it."""
+    groups = EXCLUSIVE_FIELDS.get(service.domain, {})
+    targets = {}
+    for entity in sorted(home.entities, key=lambda e: e.entity_id):
+        if not service.targets(entity):
+            continue
+        fields = [f for f in service.fields if f.name not in SKIPPED_FIELDS and f.applies_to(entity)]
+        params = [(f, _param(f, entity)) for f in fields]
+        if all(p is not None or not f.required for f, p in params):
+            targets[entity.entity_id] = tuple(replace(p, group=groups.get(f.name)) for f, p in params if p is not None)
+    return targets
+
+
+def _merge_by_definition(param_lists: list[tuple[Param, ...]]) -> tuple[Param, ...]:
+    merged: dict[str, Param] = {}
+    for params in param_lists:
+        for p in params:
+            known = merged.get(p.name)
+            if known is None:
+                merged[p.name] = p
+            elif p.options:
+                options = tuple(dict.fromkeys(known.options + p.options))
+                merged[p.name] = replace(known, options=options, required=known.required and p.required)
+            else:
+                merged[p.name] = replace(known, required=known.required and p.required)
+    return tuple(merged.values())
+
+
+def test_targets_and_arguments_are_those_of_each_entity_in_a_big_home() -> None:
+    """Services are tried only on their domains' entities, arguments that no entity changes
+    are made once: the targets, their order and arguments are still each entity's own."""
+    home = generated_home(1000)
+    several = ServiceSpec("fan", "turn_on", "Turns on.", target_domains=("fan", "light", "fan"))
+    player = sample_home().entities[7]  # the TV: its own sources
+    entities = (
+        *home.entities,
+        replace(player, entity_id="media_player.zz", attributes={"source_list": ["HDMI 2", "HDMI 2"]}),
+        replace(home.entities[0], entity_id="light.with_flags", supported_features=IntFlag("F", "A B C").C),
+    )
+    services = (*sample_home().services, several)
+    big = Home(entities, services)
+    tools = compile_tools(big)
+    compiled = [t for t in tools if t.service]
+    assert len(compiled) == 13
+    for tool in compiled:
+        service = next(s for s in services if (s.domain, s.service) == (tool.name, tool.service))
+        assert list(tool.targets.items()) == list(_targets_by_definition(service, big).items()), tool.key
+        assert tool.params() == _merge_by_definition(list(tool.targets.values())), tool.key
+    source = next(t for t in tools if t.key == "media_player.select_source")
+    assert source.targets["media_player.zz"][0].options == ("HDMI 2", "HDMI 2")  # as the entity lists them
+    assert source.params()[0].options == ("Radio", "Spotify", "HDMI 2")

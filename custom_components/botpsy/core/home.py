@@ -31,7 +31,12 @@ class Entity:
 
     def has_any_features(self, feature_sets: tuple[int, ...]) -> bool:
         """Whether the entity supports all bits of one of `feature_sets` (any if none given)."""
-        return not feature_sets or any(self.supported_features & f == f for f in feature_sets)
+        if not feature_sets:
+            return True
+        # HA's feature flags are IntFlag members, whose operators are slow: this runs for
+        # every entity a service may target.
+        features = int(self.supported_features)
+        return any(features & f == f for f in feature_sets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,9 +139,11 @@ def _merge_params(param_lists: Iterable[tuple[Param, ...]]) -> tuple[Param, ...]
                 merged[param.name] = param
             elif param.options:
                 options = tuple(dict.fromkeys(known.options + param.options))
-                merged[param.name] = replace(known, options=options, required=known.required and param.required)
-            else:
-                merged[param.name] = replace(known, required=known.required and param.required)
+                required = known.required and param.required
+                if options != known.options or required != known.required:
+                    merged[param.name] = replace(known, options=options, required=required)
+            elif known.required and not param.required:
+                merged[param.name] = replace(known, required=False)
     return tuple(merged.values())
 
 
@@ -226,19 +228,38 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
     return None
 
 
+# Selectors whose argument depends on the entity (its color temperatures, its options).
+_PER_ENTITY = frozenset({"color_temp", "state"})
+
+
 def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | None:
+    """The tool of `service` on `entities` (those of the domains it targets)."""
     targets: dict[str, tuple[Param, ...]] = {}
+    groups = EXCLUSIVE_FIELDS.get(service.domain, {})
+    fields = [
+        (spec, next(iter(spec.selector), "") in _PER_ENTITY)
+        for spec in service.fields
+        if spec.name not in SKIPPED_FIELDS
+    ]
+    # A field's argument that is the same for every entity, made once (a big home has
+    # hundreds of lights).
+    same: dict[str, Param | None] = {}
     for entity in entities:
-        if not service.targets(entity):
+        if not entity.has_any_features(service.target_features):
             continue
         params: list[Param] = []
         usable = True
-        for spec in service.fields:
-            if spec.name in SKIPPED_FIELDS or not spec.applies_to(entity):
+        for spec, per_entity in fields:
+            if not spec.applies_to(entity):
                 continue
-            param = _param(spec, entity)
-            if param is not None and (group := EXCLUSIVE_FIELDS.get(service.domain, {}).get(spec.name)):
-                param = replace(param, group=group)
+            if spec.name in same:
+                param = same[spec.name]
+            else:
+                param = _param(spec, entity)
+                if param is not None and (group := groups.get(spec.name)):
+                    param = replace(param, group=group)
+                if not per_entity:
+                    same[spec.name] = param
             if param is None:
                 usable = usable and not spec.required
                 continue
@@ -262,28 +283,41 @@ MEDIA_QUERY = "media"
 _SEARCHES_AND_PLAYS = 512 | 4194304  # MediaPlayerEntityFeature.PLAY_MEDIA | SEARCH_MEDIA
 
 
-def _search_and_play_tool(home: Home, entities: Sequence[Entity]) -> Tool | None:
+def _search_and_play_tool(home: Home, players: Sequence[Entity]) -> Tool | None:
     if not {"search_media", "play_media"} <= {s.service for s in home.services if s.domain == "media_player"}:
         return None
     targets = {
         e.entity_id: (Param(MEDIA_QUERY, "string", required=True),)
-        for e in entities
-        if e.domain == "media_player" and e.supported_features & _SEARCHES_AND_PLAYS == _SEARCHES_AND_PLAYS
+        for e in players
+        if e.supported_features & _SEARCHES_AND_PLAYS == _SEARCHES_AND_PLAYS
     }
     description = "Find and play a song, artist, album or show"
     return Tool("media_player", description, SEARCH_AND_PLAY, targets) if targets else None
 
 
+def _of_domains(by_domain: Mapping[str, list[Entity]], domains: Sequence[str]) -> list[Entity]:
+    """The entities of `domains`, in entity id order (each domain's list is in that order)."""
+    lists = [by_domain[d] for d in dict.fromkeys(domains) if d in by_domain]
+    if len(lists) == 1:
+        return lists[0]
+    return sorted((e for entities in lists for e in entities), key=lambda e: e.entity_id)
+
+
 def compile_tools(home: Home) -> tuple[Tool, ...]:
     """Device-control tools for the exposed entities, plus the read-only state and search tools."""
     entities = sorted(home.entities, key=lambda e: e.entity_id)
+    # A service is tried only on the entities of the domains it targets, not on all of them.
+    by_domain: dict[str, list[Entity]] = {}
+    for entity in entities:
+        by_domain.setdefault(entity.domain, []).append(entity)
     tools: list[Tool] = []
     for service in sorted(home.services, key=lambda s: (s.domain, s.service)):
         if service.domain not in CONTROL_DOMAINS or service.service in SKIPPED_SERVICES:
             continue
-        if (tool := _service_tool(service, entities)) is not None:
+        candidates = _of_domains(by_domain, service.target_domains or (service.domain,))
+        if (tool := _service_tool(service, candidates)) is not None:
             tools.append(tool)
-    if (play := _search_and_play_tool(home, entities)) is not None:
+    if (play := _search_and_play_tool(home, by_domain.get("media_player", []))) is not None:
         tools = sorted([*tools, play], key=lambda t: (t.name, t.service))
     if entities:
         tools.append(
