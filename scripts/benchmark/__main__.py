@@ -79,7 +79,18 @@ async def write_warm_prompt(bench: AgentBench, warms: list[Sample], path: Path) 
         f"\n<<<---- generated ---->>>\n{last.text}\n"
     )
     request = last.request
-    return FloorInput(prompt, start, last.text, request.temperature, request.top_k, request.top_p)
+    # The words as they are in the prompt (after the last "Request:" label, if any).
+    words_start = prompt.rfind(REQUEST)
+    return FloorInput(
+        prompt,
+        start,
+        words_start if words_start >= start else start,
+        last.text,
+        last.sampled_tokens,
+        request.temperature,
+        request.top_k,
+        request.top_p,
+    )
 
 
 async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
@@ -195,8 +206,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         floor = await asyncio.to_thread(measure_floor, str(model), options, context["floor_input"], args.runs)
         report["floor"] = floor
         report["engine_floor_s"] = floor["engine_floor_s"]
+        report["engine_floor_batched_s"] = floor["engine_floor_batched_s"]
         if report.get("warm_latency_s") and floor["engine_floor_s"]:
             report["ratio_warm_to_floor"] = round(report["warm_latency_s"] / floor["engine_floor_s"], 3)
+        if report.get("warm_latency_s") and floor["engine_floor_batched_s"]:
+            report["ratio_warm_to_floor_batched"] = round(report["warm_latency_s"] / floor["engine_floor_batched_s"], 3)
         # The floor's exact split of the same prompt (the HA side counts the two parts apart).
         report["user_turn_tokens"] = floor["user_turn_tokens"]
     else:
@@ -222,6 +236,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             remote = await remote_demo(server, args)
         if "engine_floor_s" in report and remote.get("warm_latency_s"):
             remote["ratio_warm_to_floor"] = round(remote["warm_latency_s"] / report["engine_floor_s"], 3)
+            remote["ratio_warm_to_floor_batched"] = round(
+                remote["warm_latency_s"] / report["engine_floor_batched_s"], 3
+            )
+        if report.get("warm_latency_s") and remote.get("warm_latency_s"):
+            remote["ratio_to_embedded"] = round(remote["warm_latency_s"] / report["warm_latency_s"], 3)
         report["remote"] = remote
 
     if not args.skip_engine:

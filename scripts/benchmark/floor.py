@@ -13,6 +13,14 @@ process through llama-cpp-python:
   same tokens evaluated as one batch are reported too, as `batched_call_s`.)
 
 engine_floor_s = prefill_s + call_tokens x decode_token_s.
+
+The truer floor, for an engine that knew the call's fixed text and everything before the
+user's words (`engine_floor_batched_s`): the utterance's own tokens (from its first word to
+the end of the prompt) evaluated on top of the rest, the call's choice tokens (those the
+warm request sampled) decoded one by one, and its fixed text (the others) evaluated as one
+batch:
+
+engine_floor_batched_s = words_prefill_s + choice_tokens x decode_token_s + fixed_batched_s.
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ class FloorInput:
 
     prompt: str
     user_turn_start: int  # character offset in `prompt` where the user's turn begins
+    words_start: int  # character offset in `prompt` where the utterance's words begin
     call_text: str
+    choice_tokens: int  # of the call's tokens, those the warm request sampled (not forced)
     temperature: float
     top_k: int
     top_p: float
@@ -68,13 +78,32 @@ class RawModel:
             shared += 1
         return tokens, min(shared, len(tokens) - 1)
 
+    def _prefill_seconds(self, state: llama_cpp.LlamaState, rest: list[int], task: FloorInput) -> float:
+        """`rest` evaluated on `state` until the first token is sampled."""
+        self.llm.load_state(state)
+        started = time.perf_counter()
+        for _token in self.llm.generate(rest, reset=False, temp=task.temperature, top_k=task.top_k, top_p=task.top_p):
+            break
+        return time.perf_counter() - started
+
+    def _batch_seconds(self, state: llama_cpp.LlamaState, tokens: list[int]) -> float:
+        """`tokens` evaluated as one batch on `state`."""
+        self.llm.load_state(state)
+        started = time.perf_counter()
+        self.llm.eval(tokens)
+        return time.perf_counter() - started
+
     def measure(self, task: FloorInput, runs: int) -> dict[str, Any]:
         tokens, cached = self.split(task.prompt, task.user_turn_start)
+        _tokens, before_words = self.split(task.prompt, task.words_start)
         call_tokens = self.llm.tokenize(task.call_text.encode(), add_bos=False, special=True) if task.call_text else []
+        choices = min(task.choice_tokens, len(call_tokens))
+        fixed = call_tokens[: len(call_tokens) - choices]
         # Free decoding long enough for a stable per-token median.
         steps = max(len(call_tokens), 24)
-        prefill, per_token, batched = [], [], []
+        prefill, per_token, batched, words_prefill, fixed_batched = [], [], [], [], []
         prefix_state = self._evaluated(tokens[:cached])
+        before_words_state = self._evaluated(tokens[:before_words])
         prompt_state = self._evaluated(tokens) if call_tokens else None
         for _ in range(runs):
             self.llm.load_state(prefix_state)
@@ -88,14 +117,15 @@ class RawModel:
                     break
             prefill.append(stamps[0] - started)
             per_token.append(statistics.median(b - a for a, b in itertools.pairwise(stamps)))
+            words_prefill.append(self._prefill_seconds(before_words_state, tokens[before_words:], task))
             if prompt_state is not None:
                 # The call's tokens evaluated as one batch on the prompt (what forced text could cost).
-                self.llm.load_state(prompt_state)
-                started = time.perf_counter()
-                self.llm.eval(call_tokens)
-                batched.append(time.perf_counter() - started)
+                batched.append(self._batch_seconds(prompt_state, call_tokens))
+                fixed_batched.append(self._batch_seconds(prompt_state, fixed) if fixed else 0.0)
         prefill_s = statistics.median(prefill)
         token_s = statistics.median(per_token)
+        words_prefill_s = statistics.median(words_prefill)
+        fixed_s = statistics.median(fixed_batched) if fixed_batched else 0.0
         return {
             "prompt_tokens": len(tokens),
             "stable_prefix_tokens": cached,
@@ -106,6 +136,12 @@ class RawModel:
             "decode_s": round(len(call_tokens) * token_s, 4),
             "batched_call_s": round(statistics.median(batched), 4) if batched else None,
             "engine_floor_s": round(prefill_s + len(call_tokens) * token_s, 4),
+            "words_tokens": len(tokens) - before_words,
+            "words_prefill_s": round(words_prefill_s, 4),
+            "choice_tokens": choices,
+            "fixed_tokens": len(fixed),
+            "fixed_batched_s": round(fixed_s, 4),
+            "engine_floor_batched_s": round(words_prefill_s + choices * token_s + fixed_s, 4),
         }
 
 
