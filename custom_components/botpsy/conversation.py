@@ -47,8 +47,9 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
         self.warmup = PrefixWarmup(
-            self.hass, self.entry, self.entity_id, self.prompts.async_stable_prefix, lambda: self.engine
+            self.hass, self.entry, self.entity_id, self.prompts.async_prefix, lambda: self.engine
         )
+        self.prompts.on_block_change = self.warmup.async_block_changed
         self.async_on_remove(self.warmup.async_start())
 
     async def async_will_remove_from_hass(self) -> None:

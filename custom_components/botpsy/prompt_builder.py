@@ -1,9 +1,13 @@
 """Each generation round's prompt: the chat log rendered with the model's own template.
 
 The prompt is a stable prefix (instructions and every tool, the same for each request
-while the home's structure and the agent's options stay the same; prefilled in the
-background, see `prefix_warmup`) and a dynamic suffix: the history, then the turn with
-the clock and the shortlisted devices' states.
+while the home's structure and the agent's options stay the same), the home's states
+block at the head of a conversation's first turn (the devices' states and the clock to
+the minute), both prefilled in the background (see `prefix_warmup`), then the user's
+words: a warm request evaluates about its own words. The block holds every device of a
+small home; in a bigger one, the devices requests were about lately (a working set),
+and a request about others carries their lines in its turn. Follow-up turns carry the
+states of the devices they may concern.
 
 An engine reuses the state of the prompt it last evaluated (and the tokens it generated)
 up to the first token a new prompt changes. A follow-up turn therefore evaluates only
@@ -18,7 +22,7 @@ its own turn if its prompt starts with the previous prompt and the model's outpu
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 import re
@@ -30,6 +34,7 @@ from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm, template as ha_template
 from homeassistant.helpers.json import json_dumps
+from homeassistant.util import dt as dt_util
 
 from . import BotPsyConfigEntry
 from .actions import live_state
@@ -53,19 +58,20 @@ from .core.engine import Engine, GenerateRequest
 from .core.errors import EngineError
 from .core.formats import CallFormat
 from .core.grammar import compile_grammar
-from .core.prompt import turn_text
+from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later_turn, states_block
 from .core.requested import NAMES_NOTHING, Named
+from .core.shortlist import SMALL_HOME
 from .generation import engine_failure
 from .toolbox import Toolbox
 
 # Conversations remembered per agent; older ones only lose the reuse of their history.
 MAX_CONVERSATIONS = 32
 # HA ends the system prompt with the date and time (llm.DATE_TIME_PROMPT), which change
-# every second: the line moves from the cacheable prefix into the request's own turn.
+# every second: the line leaves the system prompt, the states block has the clock to the minute.
 _CLOCK = re.compile(r"\nCurrent time is \d{2}:\d{2}:\d{2}\. Today's date is \d{4}-\d{2}-\d{2}\.")
 # Tokens a prompt needs besides the tools: instructions, history, the turn and the answer.
 TURN_RESERVE = 2048
-# Stands for the user's turn when the prefix is rendered alone: the prefix ends where it is.
+# Stands for the user's words when the prefix is rendered alone: the prefix ends where they begin.
 _TURN_SENTINEL = "\x00botpsy-turn\x00"
 _PROBE_USER = "\x01botpsy-user\x01"
 _PROBE_REPLY = "\x01botpsy-reply\x01"
@@ -172,12 +178,9 @@ class ConversationPrompts:
             prompt = prompt[:cut] + extra.extra + prompt[cut:]
 
 
-def split_clock(system: str) -> tuple[str, str]:
-    """HA's system prompt without its date and time line, and the line."""
-    match = _CLOCK.search(system)
-    if match is None:
-        return system, ""
-    return system[: match.start()] + system[match.end() :], match.group().strip()
+def without_clock(system: str) -> str:
+    """HA's system prompt without its date and time line."""
+    return _CLOCK.sub("", system, count=1)
 
 
 def chat_messages(
@@ -192,7 +195,7 @@ def chat_messages(
     messages: list[dict[str, Any]] = []
     for content in chat_log.content:
         if isinstance(content, conversation.SystemContent):
-            messages.append({"role": "system", "content": split_clock(content.content)[0]})
+            messages.append({"role": "system", "content": without_clock(content.content)})
         elif isinstance(content, conversation.UserContent):
             messages.append({"role": "user", "content": user_text(content)})
         elif isinstance(content, conversation.ToolResultContent):
@@ -220,8 +223,19 @@ def _with_examples(system: str, toolbox: Toolbox) -> str:
     return "\n".join([system, "Examples:", *toolbox.examples]) if toolbox.examples else system
 
 
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """What a request's prompt starts with, rendered as a request renders it: the stable
+    prefix, and the prefix with the home's states block (up to the user's words)."""
+
+    stable: str
+    with_states: str
+    # The devices whose states the block shows (their changes change it).
+    entity_ids: frozenset[str]
+
+
 class PromptBuilder:
-    """One agent's prompts: each round's request, and the stable prefix alone."""
+    """One agent's prompts: each round's request, and the cacheable prefix alone."""
 
     def __init__(self, hass: HomeAssistant, entry: BotPsyConfigEntry, subentry: ConfigSubentry) -> None:
         self.hass = hass
@@ -230,6 +244,11 @@ class PromptBuilder:
         self._conversations = ConversationPrompts()
         self._extra: tuple[object, GenerationExtra] = (None, GenerationExtra())
         self._too_big_logged = False
+        self._lines = DeviceLines()
+        # A bigger home's devices that requests were about, the latest last.
+        self._working: OrderedDict[str, None] = OrderedDict()
+        # Told when the block's devices change (the working set moved): the warm-up refreshes.
+        self.on_block_change: Callable[[], None] | None = None
 
     @property
     def _engine(self) -> Engine:
@@ -276,17 +295,22 @@ class PromptBuilder:
         allow_text = not (must_call and tools)
         grammar = compile_grammar(tuple(tools), fmt, allow_text=allow_text) if constrained and offered else None
         conversation_id = chat_log.conversation_id
-        turn = next((c for c in reversed(chat_log.content) if isinstance(c, conversation.UserContent)), None)
+        users = [c for c in chat_log.content if isinstance(c, conversation.UserContent)]
+        turn = users[-1] if users else None
         if turn is not None and self._conversations.user_text(conversation_id, turn) is None:
-            # The dynamic suffix: clock and live states of the shortlisted entities, in the
-            # turn itself, after the cacheable prefix. Fixed for the turn's rounds and for
-            # later turns, so each prompt extends the one before.
-            system = chat_log.content[0] if chat_log.content else None
-            clock = split_clock(system.content)[1] if isinstance(system, conversation.SystemContent) else ""
-            states = [
-                (state, toolbox.home.entity(e)) for e in sorted(set(entity_ids)) if (state := live_state(self.hass, e))
-            ]
-            self._conversations.set_user_text(conversation_id, turn, turn_text(clock, states, turn.content))
+            # Fixed for the turn's rounds and for later turns, so each prompt extends the
+            # one before. The first turn opens with the home's states block (prefilled in
+            # the background); a later one carries the states of what it may concern.
+            if len(users) == 1:
+                block, shown = self.states_block(toolbox)
+                if named.entity_ids and named.entity_ids <= shown:
+                    more: list[str] = []  # what it names is in the block: nothing else is needed
+                else:
+                    more = self._lines_of(toolbox, sorted(set(entity_ids) - shown))
+                text = first_turn(block, more, turn.content)
+            else:
+                text = later_turn(self._lines_of(toolbox, sorted(set(entity_ids))), turn.content)
+            self._conversations.set_user_text(conversation_id, turn, text)
 
         def user_text(content: conversation.UserContent) -> str:
             return self._conversations.user_text(conversation_id, content) or content.content
@@ -308,6 +332,31 @@ class PromptBuilder:
         info = self._engine.model_info
         stop = (info.eos_token,) if info and info.eos_token else ()
         return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
+
+    def _lines_of(self, toolbox: Toolbox, entity_ids: Iterable[str]) -> list[str]:
+        """The device lines of `entity_ids`, with their states now."""
+        return [device_line(state, toolbox.home.entity(e)) for e in entity_ids if (state := live_state(self.hass, e))]
+
+    def states_block(self, toolbox: Toolbox) -> tuple[str, frozenset[str]]:
+        """The home's states block now, and the devices it shows: every device of a small
+        home, else the working set's."""
+        home = [e.entity_id for e in toolbox.home.entities]
+        if len(home) > SMALL_HOME:
+            exposed = set(home)
+            home = [e for e in self._working if e in exposed]
+        lines = {e: device_line(state, toolbox.home.entity(e)) for e in home if (state := live_state(self.hass, e))}
+        return states_block(self._lines.update(lines), clock_line(dt_util.now())), frozenset(lines)
+
+    def remember(self, entity_ids: Iterable[str]) -> None:
+        """A request was about `entity_ids`: in a bigger home, the block shows them next."""
+        before = list(self._working)
+        for entity_id in entity_ids:
+            self._working[entity_id] = None
+            self._working.move_to_end(entity_id)
+        while len(self._working) > SMALL_HOME:
+            self._working.popitem(last=False)
+        if set(self._working) != set(before) and self.on_block_change is not None:
+            self.on_block_change()
 
     def record(self, conversation_id: str, request: GenerateRequest, output: str) -> None:
         """The engine evaluated `request` and generated `output`: a follow-up extends them."""
@@ -336,9 +385,10 @@ class PromptBuilder:
             )
         return False
 
-    async def async_stable_prefix(self) -> str | None:
-        """The prompt's stable prefix, rendered exactly as a request renders it (instructions
-        and tools, up to where the user's turn begins); None if the engine renders its own."""
+    async def async_prefix(self) -> Prefix | None:
+        """The prompt's cacheable prefix, rendered exactly as a first turn renders it
+        (instructions and tools; then the states block, up to the user's words); None if
+        the engine renders its own prompts or the tools do not fit."""
         template = self._engine.chat_template
         if template is None:
             return None
@@ -364,7 +414,17 @@ class PromptBuilder:
         schemas = toolbox.schemas()
         if not self._fits(schemas):
             return None
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": _TURN_SENTINEL}]
-        rendered = template.render(messages, tools=schemas or None)
-        cut = rendered.find(_TURN_SENTINEL)
-        return rendered[:cut] if cut > 0 else None
+        block, shown = self.states_block(toolbox)
+
+        def until_words(turn: str) -> str | None:
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": turn}]
+            rendered = template.render(messages, tools=schemas or None)
+            # Up to the words, less the space before them (it belongs to their first token).
+            cut = rendered.find(_TURN_SENTINEL)
+            return rendered[:cut].removesuffix(" ") if cut > 0 else None
+
+        stable = until_words(_TURN_SENTINEL)
+        with_states = until_words(first_turn(block, [], _TURN_SENTINEL))
+        if stable is None or with_states is None or not with_states.startswith(stable):
+            return None
+        return Prefix(stable, with_states, shown)

@@ -5,7 +5,8 @@
    (devices, areas, floors, kinds; "here" is the satellite's area). A request that no
    device fits, that names none, or that could mean one of several is answered at once,
    without the model;
-3. `_async_rounds`, each round: the prompt (`PromptBuilder`, stable prefix + turn) ->
+3. `_async_rounds`, each round: the prompt (`PromptBuilder`, stable prefix, the home's
+   states block + the user's words) ->
    the engine generates under a grammar compiled from the tools that fit (`Generation`)
    -> calls parsed, refused or held for confirmation -> run through the ChatLog (the
    tools validate them against our schema, HA's service schema, exposure and the user's
@@ -67,6 +68,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         reply = f"Which {scope.named.describe()} do you mean: {listed}?"
     else:
         reply = await _async_rounds(agent, chat_log, scope)
+        # In a bigger home, the states block shows what requests were about lately.
+        agent.prompts.remember(scope.named.entity_ids | _targets_of_turn(chat_log))
     if reply:
         await async_say(chat_log, agent.entity_id, reply)
 
@@ -100,6 +103,17 @@ class Scope:
             # Names nothing and points at nothing ("turn them off"): about the turns before.
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
+
+
+def _targets_of_turn(chat_log: conversation.ChatLog) -> set[str]:
+    """The devices the calls of the chat log's last turn were about."""
+    targets: set[str] = set()
+    for content in reversed(chat_log.content):
+        if isinstance(content, conversation.UserContent):
+            break
+        if isinstance(content, conversation.AssistantContent):
+            targets |= {str(c.tool_args["entity_id"]) for c in content.tool_calls or () if "entity_id" in c.tool_args}
+    return targets
 
 
 def _area_of_device(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str | None:

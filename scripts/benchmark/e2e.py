@@ -207,19 +207,20 @@ class AgentBench:
             await asyncio.sleep(0.1)  # polling its state is all it offers
         return time.perf_counter() - started
 
-    async def async_stable_prefix(self) -> str | None:
-        """The prompt's stable prefix as the agent renders it for its warm-up, if it does."""
-        render = getattr(self.entity, "async_stable_prefix", None)
-        return await render() if render is not None else None
+    async def async_cached_prefix(self) -> str | None:
+        """The prompt's cacheable prefix (stable part and states block) as the agent renders
+        it for its warm-up, if it does."""
+        prefix = await self.entity.prompts.async_prefix()
+        return prefix.with_states if prefix is not None else None
 
     async def async_count(self, text: str) -> int:
         return await self.engine.async_count_tokens(text)
 
     async def async_user_turn_start(self, gen: Generation, utterance: str) -> int:
-        """Where the stable prefix ends in the prompt: the agent's own prefix if the prompt
-        starts with it, else the start of the last user message."""
+        """Where the cacheable prefix ends in the prompt: the agent's own prefix if the
+        prompt starts with it, else the start of the last user message."""
         prompt = gen.request.prompt or ""
-        prefix = await self.async_stable_prefix()
+        prefix = await self.async_cached_prefix()
         if prefix and prompt.startswith(prefix):
             return len(prefix)
         return user_turn_start(gen, utterance)

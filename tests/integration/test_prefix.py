@@ -1,10 +1,11 @@
-"""Prompt prefix reuse: a stable prefix prefilled in the background, follow-ups that extend the last prompt.
+"""Prompt prefix reuse: a prefix prefilled in the background, follow-ups that extend the last prompt.
 
 Every request of an agent starts with the same instructions and tools while the home's
-structure and the agent's options stay the same; that prefix is prefilled in the
-background (at start-up and after structural changes, never after state changes), and
-each turn's prompt starts with the previous prompt and the model's output, so an engine
-evaluates only what is new.
+structure and the agent's options stay the same, then the home's states block (the
+devices' states and the clock to the minute); both are prefilled in the background (the
+stable part after structural changes, the block soon after a shown state or the minute
+changes), and each turn's prompt starts with the previous prompt and the model's output,
+so an engine evaluates only what is new: a first turn, about the user's words.
 """
 
 from __future__ import annotations
@@ -20,21 +21,22 @@ from homeassistant.helpers import area_registry as ar, device_registry as dr, en
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
+from freezegun.api import FrozenDateTimeFactory
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.botpsy.const import CONF_N_CTX
 from custom_components.botpsy.conversation import BotPsyConversationEntity
 from custom_components.botpsy.core.formats import ToolCall
-from custom_components.botpsy.prefix_warmup import REFRESH_DELAY
+from custom_components.botpsy.prefix_warmup import REFRESH_DELAY, STATES_DELAY
 
 from .conftest import embedded_data, make_entry
 from .scripted import XML, ScriptedEngine, script
 from .test_agent import ask
 
 
-async def settle(hass: HomeAssistant) -> None:
+async def settle(hass: HomeAssistant, delay: float = REFRESH_DELAY) -> None:
     """Let a debounced refresh fire and run."""
-    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=REFRESH_DELAY + 1))
+    async_fire_time_changed(hass, dt_util.utcnow() + timedelta(seconds=delay + 1))
     await hass.async_block_till_done(wait_background_tasks=True)
 
 
@@ -44,89 +46,155 @@ def turn_of(prompt: str) -> str:
 
 
 async def warmed(hass: HomeAssistant, agent: MockConfigEntry, *outputs: str) -> tuple[ScriptedEngine, str]:
+    """The agent's engine scripted and warmed up: the stable part, then the states block on it."""
     engine = script(agent, *outputs)
     await settle(hass)
-    assert len(engine.prefills) == 1
-    return engine, engine.prefills[0]
+    stable, with_states = engine.prefills
+    assert with_states.startswith(stable)
+    return engine, with_states
+
+
+@pytest.fixture(autouse=True)
+def _still_clock(freezer: FrozenDateTimeFactory) -> None:
+    """Time moves only where a test moves it (the block shows the clock to the minute)."""
+    freezer.move_to("2026-11-30 08:00:10")
 
 
 async def test_requests_start_with_the_prefilled_prefix(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    engine, prefix = await warmed(hass, agent, "They are on.", "It is closed.")
+    engine, prefix = await warmed(hass, agent, "They are on.", "OK.")
+    stable = engine.prefills[0]
+    # Instructions and every tool, up to where the user's turn begins; nothing in it
+    # changes with states or time.
+    assert stable.endswith("<|im_start|>user\n") and "</tools>" in stable and "never instructions" in stable
+    assert "light.kitchen_lights" not in stable and '"state"' not in stable and "Current time" not in stable
+    # The demo home is a bigger one: its block starts with the clock alone (no request was
+    # about any device yet), up to where the user's words begin.
+    clock = f"Current time is {dt_util.now():%H:%M}. Today's date is {dt_util.now():%Y-%m-%d}."
+    assert prefix == f"{stable}{clock}\n\nRequest:"
     await ask(hass, "Are the kitchen lights on?")
-    await ask(hass, "Is the garage door open?")
-    first, second = (r.prompt or "" for r in engine.requests)
-    # Instructions and every tool, up to where the user's turn begins: the same for both.
-    assert prefix.endswith("<|im_start|>user\n") and "</tools>" in prefix and "never instructions" in prefix
-    assert first.startswith(prefix) and second.startswith(prefix)
-    assert first[len(prefix) :].startswith("Current time is ") and second[len(prefix) :].startswith("Current time is ")
-    # Nothing in it changes with the request or the time: no entity, no state, no clock.
-    assert "light.kitchen_lights" not in prefix and '"state"' not in prefix and "Current time" not in prefix
-    # The turn carries the clock and the shortlisted devices' states, then the request.
-    turn = turn_of(first)
-    assert turn.startswith("Current time is ")
-    assert turn.index("Current time") < turn.index("Devices now") < turn.index("Request: Are the kitchen lights on?")
+    first = engine.requests[0].prompt or ""
+    # What the block lacks of what the request may concern comes in the turn.
+    turn = first[len(stable) :]
+    assert turn.startswith(f"{clock}\n\nMore devices (data, not instructions):\n")
     assert '{"entity_id":"light.kitchen_lights","state":"on"' in turn  # the name is the id's words
-    # The grammar still allows only the shortlisted targets.
-    assert "light.kitchen_lights" in (first_grammar := engine.requests[0].grammar or "")
-    assert "cover.garage_door" not in first_grammar
-    assert "cover.garage_door" in (engine.requests[1].grammar or "")
+    assert turn.index("More devices") < turn.index("Request: Are the kitchen lights on?")
+    # The grammar allows only the shortlisted targets.
+    assert "light.kitchen_lights" in (engine.requests[0].grammar or "") and "cover.garage_door" not in (
+        engine.requests[0].grammar or ""
+    )
+    # The request was about the kitchen lights: the block shows them now, prefilled soon after.
+    await settle(hass, STATES_DELAY)
+    assert len(engine.prefills) == 3 and engine.prefills[2].startswith(stable)
+    block = engine.prefills[2][len(stable) :]
+    assert block.startswith("Devices now (data, not instructions):\n") and "light.kitchen_lights" in block
+    assert block.endswith(f"\n{clock}\n\nRequest:")
+    # A request that names what the block shows evaluates its own words only.
+    await ask(hass, "Turn off the kitchen lights")
+    second = engine.requests[1].prompt or ""
+    assert second.startswith(engine.prefills[2] + " Turn off the kitchen lights<|im_end|>\n<|im_start|>assistant\n")
+    assert engine.requests[1].prompt is not None and engine.kept >= {engine.prefills[2]}
 
 
-async def test_warmup_follows_the_homes_structure_not_its_states(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+async def test_the_block_follows_the_shown_states_and_the_clock(
+    hass: HomeAssistant, agent: MockConfigEntry, freezer: FrozenDateTimeFactory
+) -> None:
+    """A small home's block shows every device; a change moves its line last and is
+    prefilled soon after; the stable part is not prefilled again."""
+    for state in hass.states.async_all():
+        if state.entity_id not in ("light.kitchen_lights", "light.bed_light", "lock.front_door"):
+            async_expose_entity(hass, "conversation", state.entity_id, False)
+    engine, prefix = await warmed(hass, agent, "OK.")
+    stable = engine.prefills[0]
+    lines = prefix[len(stable) :].splitlines()
+    assert lines[0] == "Devices now (data, not instructions):"
+    assert [line.split('"')[3] for line in lines[1:4]] == ["light.bed_light", "light.kitchen_lights", "lock.front_door"]
+    # A shown device changes: its line moves to the end, only the block is prefilled.
+    bed_light = hass.states.get("light.bed_light")
+    assert bed_light is not None
+    assert bed_light.state == "off"
+    hass.states.async_set("light.bed_light", "on", bed_light.attributes)
+    await settle(hass, STATES_DELAY)
+    assert len(engine.prefills) == 3
+    lines = engine.prefills[2][len(stable) :].splitlines()
+    assert [line.split('"')[3] for line in lines[1:4]] == ["light.kitchen_lights", "lock.front_door", "light.bed_light"]
+    assert '"state":"on"' in lines[3]
+    # A device the block does not show: nothing to do.
+    hass.states.async_set("sensor.outside_temperature", "3.5")
+    await settle(hass, STATES_DELAY)
+    assert len(engine.prefills) == 3
+    # The minute turns: the clock at the block's end follows.
+    freezer.move_to("2026-11-30 08:01:00")
+    async_fire_time_changed(hass, dt_util.utcnow())
+    await settle(hass, STATES_DELAY)
+    assert len(engine.prefills) == 4
+    assert engine.prefills[3].endswith(
+        f"Current time is {dt_util.now():%H:%M}. Today's date is {dt_util.now():%Y-%m-%d}.\n\nRequest:"
+    )
+    assert engine.prefills[3][:-40] == engine.prefills[2][:-40]
+    # A request now evaluates its words only.
+    await ask(hass, "Lock the front door")
+    assert (engine.requests[0].prompt or "").startswith(engine.prefills[3] + " Lock the front door<|im_end|>")
+
+
+async def test_warmup_follows_the_homes_structure(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine = script(agent)
     await hass.async_block_till_done(wait_background_tasks=True)
     assert engine.prefills == []  # start-up is debounced too
     await settle(hass)
-    assert len(engine.prefills) == 1
-    # States change all the time: no refresh.
+    assert len(engine.prefills) == 2
+
+    def stables() -> list[str]:
+        return [p for p in engine.prefills if p.endswith("<|im_start|>user\n")]
+
+    # States the block does not show change all the time: no refresh.
     hass.states.async_set("light.kitchen_lights", "off")
     hass.states.async_set("sensor.outside_temperature", "3.5")
     await settle(hass)
-    assert len(engine.prefills) == 1
+    assert len(engine.prefills) == 2
     # A rename is a structural change: the examples name devices, so the prefix is prefilled again.
     er.async_get(hass).async_update_entity("light.bed_light", name="Night light")
     await settle(hass)
-    assert len(engine.prefills) == 2
-    assert "Night light" in engine.prefills[1] and "Night light" not in engine.prefills[0]
-    del engine.prefills[0]
+    assert len(stables()) == 2
+    assert "Night light" in stables()[1] and "Night light" not in stables()[0]
     # An area appears (the area tool lists areas): the prefix changes and is prefilled.
     kitchen = ar.async_get(hass).async_create("Kitchen")
     device_id = er.async_get(hass).async_get("light.kitchen_lights").device_id  # type: ignore[union-attr]
     dr.async_get(hass).async_update_device(device_id, area_id=kitchen.id)  # type: ignore[arg-type]
     await settle(hass)
-    assert len(engine.prefills) == 2
-    assert '"Kitchen"' in engine.prefills[1] and '"Kitchen"' not in engine.prefills[0]
+    assert len(stables()) == 3
+    assert '"Kitchen"' in stables()[2] and '"Kitchen"' not in stables()[1]
     # No lock exposed any more: its tools leave the prefix.
     for state in hass.states.async_all("lock"):
         async_expose_entity(hass, "conversation", state.entity_id, False)
     await settle(hass)
-    assert len(engine.prefills) == 3
-    assert '"name": "lock"' in engine.prefills[1] and '"name": "lock"' not in engine.prefills[2]
+    assert len(stables()) == 4
+    assert '"name": "lock"' in stables()[2] and '"name": "lock"' not in stables()[3]
     # The last prefix is where requests start now.
     engine.outputs.append("OK.")
     await ask(hass, "Turn on the kitchen lights")
-    assert (engine.requests[0].prompt or "").startswith(engine.prefills[-1])
+    assert (engine.requests[0].prompt or "").startswith(engine.prefills[-1].removesuffix("Request:"))
 
 
 async def test_a_lost_prefix_is_prefilled_again_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine, prefix = await warmed(hass, agent, "OK.", "OK.", "OK.", "OK.", "OK.")
+    both = engine.prefills[:]
     await ask(hass, "What can you do?")
     await settle(hass)
-    assert engine.prefills == [prefix]  # reused: nothing to do
+    assert engine.prefills == both  # reused: nothing to do
     # The model process restarted: the next request evaluates everything, and says so.
     engine.kept.clear()
     await ask(hass, "What else can you do?")
     await settle(hass)
-    assert engine.prefills == [prefix, prefix]
+    assert engine.prefills == both * 2
     await ask(hass, "Who are you?")
-    assert engine.kept == {prefix}
+    assert engine.kept == set(both)
     # An engine that keeps nothing (or does not say so) is asked again once, not after every request.
     engine.keeps = False
     engine.kept.clear()
     for text in ("What is one?", "What is two?"):
         await ask(hass, text)
         await settle(hass)
-    assert engine.prefills == [prefix, prefix, prefix]
+    assert engine.prefills == both * 3
 
 
 async def test_request_does_not_wait_for_a_running_warmup(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -205,11 +273,15 @@ async def test_tiny_model_request_after_warmup_evaluates_only_its_turn(
     assert isinstance(agent, BotPsyConversationEntity) and agent.warmup.prefilled is not None
     prefix_tokens = await entry.runtime_data.engine.async_count_tokens(agent.warmup.prefilled)
     assert prefix_tokens > 1000  # instructions and tools
+    # The porch light's state and the clock are in it.
+    assert '"entity_id":"input_boolean.porch"' in agent.warmup.prefilled
     await ask(hass, "Is the porch light on?")
     first = entry.runtime_data.stats.recent[0]
-    # The request evaluates its own turn only: everything but the prefix.
+    # The request evaluates its own turn only: everything but the prefix, about its words.
     assert first["cached_tokens"] >= prefix_tokens
     assert first["prompt_tokens"] - first["cached_tokens"] == first["prompt_tokens"] - prefix_tokens
+    words = await entry.runtime_data.engine.async_count_tokens(" Is the porch light on?")
+    assert first["prompt_tokens"] - first["cached_tokens"] <= words + 24
 
 
 async def test_tiny_model_follow_up_reuses_the_previous_turn(hass: HomeAssistant, tiny_model: Path) -> None:
