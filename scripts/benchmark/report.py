@@ -23,7 +23,9 @@ HEADLINE = (
     ("decoded_tokens_constrained", "call tokens sampled under the grammar"),
     ("decoded_tokens_forced", "call tokens forced by the grammar"),
     ("decoded_tokens_unconstrained", "call tokens decoded freely (tokens of the call text)"),
-    ("event_loop_max_stall_ms", "event loop: largest lateness of a 5 ms sleep (ms)"),
+    ("event_loop_max_stall_ms", "event loop: largest lateness of a 5 ms sleep (ms), median of runs"),
+    ("event_loop_worst_stall_ms_anywhere", "event loop: worst stall in any warm request of the run (goal <= 20)"),
+    ("scaling_ratio_warm", "warm latency, largest / smallest generated home (goal <= 1.2)"),
     ("warm_ok", "warm requests that turned the light off"),
     ("warm_acted", "warm requests where a service ran"),
     ("cold_ok", "cold requests that turned the light off"),
@@ -77,11 +79,15 @@ DEFINITIONS = """\
   token count of the same call text, what free decoding needs. "Call" is the warm request's
   output, whatever it is: if the model answered in text (`warm_acted` 0), that text.
 - **event_loop_max_stall_ms**: while the warm request runs, a task on HA's event loop sleeps
-  5 ms in a loop; the largest lateness of a wake-up (median over runs; the worst is kept too).
+  5 ms in a loop; the largest lateness of a wake-up (median over runs; the worst is kept
+  too, `event_loop_worst_stall_ms`); `event_loop_worst_stall_ms_anywhere` is the worst of
+  every warm request of the run: both engines, the tiny models and every home size.
 - **scaling**: generated homes (tests/core/sample_home.generated_home) of 25, 100 and 1,000
   exposed entities, "Turn off the kitchen ceiling light" after "Turn on the bedroom lamp":
   prompt tokens and grammar bytes of the request the engine received, warm latency, and the
-  worker's resident memory afterwards.
+  worker's resident memory afterwards. Homes over 24 devices show the devices requests were
+  about lately in the states block: the first request about the light carries its line in
+  its turn (`first_warm_latency_s`, `first_prompt_tokens_evaluated`), later ones do not.
 - **prefix_reuse**: the warm request on the demo home with a plain transformer (tiny Qwen3),
   a sliding-window model (gemma-3-270m, a base model) and a hybrid recurrent one (tiny Qwen3.5).
 - **breakdown**: one warm request (medians) cut where the integration hands over: before
