@@ -123,7 +123,9 @@ class Toolbox:
     def spread(self, call: ToolCall, named: Named) -> list[ToolCall]:
         """`call`, and the same call on every other device that fits a request for every
         device of a kind in a place ("close the curtains in the bedroom"): a small model
-        writes the call once. Only devices whose action takes the same arguments."""
+        writes the call once. Only devices whose action takes the same arguments. An HA
+        intent that acts by a name some sensors share gets its domain (`with_domain`)."""
+        call = self.with_domain(call)
         entity = self.home.entity(str(call.arguments.get("entity_id")))
         if not (named.every and (named.areas or named.floors) and entity is not None and named.fits(entity)):
             return [call]
@@ -141,6 +143,28 @@ class Toolbox:
             and wanted <= {p.name for p in params}
         ]
         return [call, *(ToolCall(call.name, {**call.arguments, "entity_id": e}) for e in others)]
+
+    def with_domain(self, call: ToolCall) -> ToolCall:
+        """An HA intent call that acts on a device by a name its sensors share ("Smart Lock":
+        the lock and its lock sensor) with the domain of the one device it can act on: HA
+        refuses the name alone ("Multiple entities share the name")."""
+        index = next((i for i, t in enumerate(self.others) if t.name == call.name), None)
+        name = call.arguments.get("name")
+        if index is None or self.others[index].annotations.read_only or not isinstance(name, str):
+            return call
+        if "domain" in call.arguments or "domain" not in (self.others_parameters[index].get("properties") or {}):
+            return call
+        area = call.arguments.get("area")
+        sharing = [
+            e
+            for e in self.home.entities
+            if name.casefold() in (n.casefold() for n in (e.name, *e.aliases))
+            and (not isinstance(area, str) or (e.area or "").casefold() == area.casefold())
+        ]
+        domains = {e.domain for e in sharing if e.domain in self.actionable_domains}
+        if len(sharing) < 2 or len(domains) != 1:
+            return call
+        return ToolCall(call.name, {**call.arguments, "domain": domains.pop()})
 
     def nothing_fits(self, named: Named) -> bool:
         """Whether the request names an area, floor or kind of device, and no device that

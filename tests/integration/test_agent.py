@@ -13,6 +13,7 @@ from typing import Any
 
 from homeassistant.auth.models import User
 from homeassistant.components import conversation
+from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, entity_registry as er
@@ -286,6 +287,23 @@ async def test_unlock_through_ha_intents_is_asked_too(hass: HomeAssistant, agent
     assert speech == "To be safe, I ask first: do you want me to unlock Front Door?"
     speech, _conversation_id = await ask(hass, "yes", conversation_id)
     assert speech.startswith("Front Door: locked → unlock")  # the demo lock takes a moment
+    await hass.async_block_till_done()
+    assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
+
+
+async def test_an_intent_by_a_name_a_sensor_shares_acts_on_the_device(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """A lock and its lock sensor share a name: HA refuses the name alone ("Multiple
+    entities share the name"), so the call gets the domain of the one BotPsy can act on."""
+    await set_apis(hass, agent, ["assist"])
+    hass.states.async_set("binary_sensor.front_door", "off", {"friendly_name": "Front Door", "device_class": "lock"})
+    async_expose_entity(hass, "conversation", "binary_sensor.front_door", True)
+    script(agent, XML.render(ToolCall("intent__HassTurnOff", {"name": "Front Door"})))
+    speech, conversation_id = await ask(hass, "Unlock the front door")
+    assert speech == "To be safe, I ask first: do you want me to unlock Front Door?"
+    speech, _conversation_id = await ask(hass, "yes", conversation_id)
+    assert speech.startswith("Front Door: locked → unlock"), speech
     await hass.async_block_till_done()
     assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
 
