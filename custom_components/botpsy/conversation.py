@@ -47,7 +47,11 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
         self.warmup = PrefixWarmup(
-            self.hass, self.entry, self.entity_id, self.prompts.async_prefix, lambda: self.engine
+            self.hass,
+            self.entry,
+            self.entity_id,
+            lambda structure_changed: self.prompts.async_prefix(structure_changed=structure_changed),
+            lambda: self.engine,
         )
         self.prompts.on_block_change = self.warmup.async_block_changed
         self.async_on_remove(self.warmup.async_start())

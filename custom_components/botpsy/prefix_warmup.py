@@ -60,7 +60,7 @@ class PrefixWarmup:
         hass: HomeAssistant,
         entry: ConfigEntry,
         name: str,
-        render: Callable[[], Awaitable[Prefix | None]],
+        render: Callable[[bool], Awaitable[Prefix | None]],
         engine: Callable[[], Engine],
     ) -> None:
         self.hass = hass
@@ -70,6 +70,8 @@ class PrefixWarmup:
         self._engine = engine
         self._started = False
         self._again = False
+        # The home's structure changed since the last render (at first: never rendered).
+        self._structure_changed = True
         self._cancel_timer: CALLBACK_TYPE | None = None
         self._task: asyncio.Task[None] | None = None
         # What the engine holds now, as far as this agent knows (the prefix with its states
@@ -126,11 +128,13 @@ class PrefixWarmup:
     @callback
     def _async_home_changed(self, _event: Event[Any]) -> None:
         self._recovering = False
+        self._structure_changed = True
         self.async_schedule()
 
     @callback
     def _async_exposure_changed(self) -> None:
         self._recovering = False
+        self._structure_changed = True
         self.async_schedule()
 
     @callback
@@ -196,9 +200,11 @@ class PrefixWarmup:
     async def _async_refresh(self) -> None:
         while True:
             self._again = False
+            structure_changed, self._structure_changed = self._structure_changed, False
             try:
-                prefix = await self._render()
+                prefix = await self._render(structure_changed)
             except (HomeAssistantError, EngineError) as err:
+                self._structure_changed = True
                 LOGGER.debug("No prompt prefix for %s: %s", self.name, err)
                 return
             self._track_states(prefix.entity_ids if prefix is not None else frozenset())

@@ -249,6 +249,8 @@ class PromptBuilder:
         self._working: OrderedDict[str, None] = OrderedDict()
         # Told when the block's devices change (the working set moved): the warm-up refreshes.
         self.on_block_change: Callable[[], None] | None = None
+        # The template and what the prefix's stable part was last rendered from.
+        self._structure: tuple[ChatTemplate, tuple[str, list[dict[str, Any]], Toolbox] | None] | None = None
 
     @property
     def _engine(self) -> Engine:
@@ -385,35 +387,21 @@ class PromptBuilder:
             )
         return False
 
-    async def async_prefix(self) -> Prefix | None:
+    async def async_prefix(self, *, structure_changed: bool = True) -> Prefix | None:
         """The prompt's cacheable prefix, rendered exactly as a first turn renders it
         (instructions and tools; then the states block, up to the user's words); None if
-        the engine renders its own prompts or the tools do not fit."""
+        the engine renders its own prompts or the tools do not fit. Unless
+        `structure_changed`, the instructions and tools are those of the last call (a
+        refresh of the block after a state change or a minute builds no tools)."""
         template = self._engine.chat_template
         if template is None:
             return None
-        llm_context = llm.LLMContext(
-            platform=DOMAIN,
-            context=Context(),
-            language=self.hass.config.language,
-            assistant=conversation.DOMAIN,
-            device_id=None,
-        )
-        api_ids = self.subentry.data.get(CONF_LLM_HASS_API) or None
-        api = await llm.async_get_api(self.hass, api_ids, llm_context) if api_ids else None
-        # As ChatLog.async_provide_llm_data builds it (no user name, no extra prompt),
-        # less the clock line.
-        instructions = ha_template.Template(
-            self.subentry.data.get(CONF_PROMPT) or llm.DEFAULT_INSTRUCTIONS_PROMPT, self.hass
-        ).async_render(
-            {"ha_name": self.hass.config.location_name, "user_name": None, "llm_context": llm_context},
-            parse_result=False,
-        )
-        toolbox = Toolbox.from_api(self.hass, api)
-        system = _with_examples("\n".join([instructions, api.api_prompt] if api else [instructions]), toolbox)
-        schemas = toolbox.schemas()
-        if not self._fits(schemas):
+        if structure_changed or self._structure is None or self._structure[0] is not template:
+            self._structure = (template, await self._async_structure())
+        parts = self._structure[1]
+        if parts is None:
             return None
+        system, schemas, toolbox = parts
         block, shown = self.states_block(toolbox)
 
         def until_words(turn: str) -> str | None:
@@ -428,3 +416,27 @@ class PromptBuilder:
         if stable is None or with_states is None or not with_states.startswith(stable):
             return None
         return Prefix(stable, with_states, shown)
+
+    async def _async_structure(self) -> tuple[str, list[dict[str, Any]], Toolbox] | None:
+        """The system prompt, the tool schemas and the toolbox a first turn renders with
+        (as ChatLog.async_provide_llm_data builds them: no user name, no extra prompt,
+        less the clock line); None if the tools do not fit."""
+        llm_context = llm.LLMContext(
+            platform=DOMAIN,
+            context=Context(),
+            language=self.hass.config.language,
+            assistant=conversation.DOMAIN,
+            device_id=None,
+        )
+        api_ids = self.subentry.data.get(CONF_LLM_HASS_API) or None
+        api = await llm.async_get_api(self.hass, api_ids, llm_context) if api_ids else None
+        instructions = ha_template.Template(
+            self.subentry.data.get(CONF_PROMPT) or llm.DEFAULT_INSTRUCTIONS_PROMPT, self.hass
+        ).async_render(
+            {"ha_name": self.hass.config.location_name, "user_name": None, "llm_context": llm_context},
+            parse_result=False,
+        )
+        toolbox = Toolbox.from_api(self.hass, api)
+        system = _with_examples("\n".join([instructions, api.api_prompt] if api else [instructions]), toolbox)
+        schemas = toolbox.schemas()
+        return (system, schemas, toolbox) if self._fits(schemas) else None

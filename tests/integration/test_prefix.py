@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 from pathlib import Path
+from unittest.mock import patch
 
+from freezegun.api import FrozenDateTimeFactory
 from homeassistant.components.conversation.const import DATA_COMPONENT as CONVERSATION_COMPONENT
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import HomeAssistant
@@ -21,13 +23,13 @@ from homeassistant.helpers import area_registry as ar, device_registry as dr, en
 from homeassistant.setup import async_setup_component
 from homeassistant.util import dt as dt_util
 import pytest
-from freezegun.api import FrozenDateTimeFactory
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
 from custom_components.botpsy.const import CONF_N_CTX
 from custom_components.botpsy.conversation import BotPsyConversationEntity
 from custom_components.botpsy.core.formats import ToolCall
 from custom_components.botpsy.prefix_warmup import REFRESH_DELAY, STATES_DELAY
+from custom_components.botpsy.toolbox import Toolbox
 
 from .conftest import embedded_data, make_entry
 from .scripted import XML, ScriptedEngine, script
@@ -112,9 +114,11 @@ async def test_the_block_follows_the_shown_states_and_the_clock(
     bed_light = hass.states.get("light.bed_light")
     assert bed_light is not None
     assert bed_light.state == "off"
-    hass.states.async_set("light.bed_light", "on", bed_light.attributes)
-    await settle(hass, STATES_DELAY)
+    with patch.object(Toolbox, "from_api", wraps=Toolbox.from_api) as from_api:
+        hass.states.async_set("light.bed_light", "on", bed_light.attributes)
+        await settle(hass, STATES_DELAY)
     assert len(engine.prefills) == 3
+    assert from_api.call_count == 0  # the tools are the last render's: only the block is new
     lines = engine.prefills[2][len(stable) :].splitlines()
     assert [line.split('"')[3] for line in lines[1:4]] == ["light.kitchen_lights", "lock.front_door", "light.bed_light"]
     assert '"state":"on"' in lines[3]
@@ -176,7 +180,7 @@ async def test_warmup_follows_the_homes_structure(hass: HomeAssistant, agent: Mo
 
 
 async def test_a_lost_prefix_is_prefilled_again_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    engine, prefix = await warmed(hass, agent, "OK.", "OK.", "OK.", "OK.", "OK.")
+    engine, _prefix = await warmed(hass, agent, "OK.", "OK.", "OK.", "OK.", "OK.")
     both = engine.prefills[:]
     await ask(hass, "What can you do?")
     await settle(hass)
