@@ -83,9 +83,15 @@ class ServiceSpec:
 class Home:
     entities: tuple[Entity, ...]
     services: tuple[ServiceSpec, ...]
+    # Entity id -> its entity, filled on the first lookup (a request looks up dozens).
+    _by_id: dict[str, Entity] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def entity(self, entity_id: str) -> Entity | None:
-        return next((e for e in self.entities if e.entity_id == entity_id), None)
+        by_id = self._by_id
+        if not by_id and self.entities:
+            for entity in self.entities:
+                by_id.setdefault(entity.entity_id, entity)
+        return by_id.get(entity_id)
 
 
 def _features(values: Any) -> tuple[int, ...]:
