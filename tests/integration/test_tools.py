@@ -4,6 +4,7 @@ and calls that must change nothing."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from homeassistant.auth.models import User
@@ -15,6 +16,7 @@ from homeassistant.setup import async_setup_component
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from custom_components.botpsy import llm_api
 from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.tools import compile_tools, function_schemas
@@ -231,3 +233,23 @@ async def test_user_without_permission_is_refused(hass: HomeAssistant, home: Non
     await hass.async_block_till_done()
     assert result.error and "not allowed" in result.data["error"]
     assert hass.states.get("light.ceiling_lights") == before
+
+
+async def test_a_big_home_is_compiled_off_the_event_loop(
+    hass: HomeAssistant, home: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same tools, compiled in the executor once a home is big (the loop stays free)."""
+    llm_context = llm.LLMContext("test", Context(), "en", "conversation", None)
+    on_loop = await llm.async_get_api(hass, BOTPSY_API_ID, llm_context)
+    threads: list[str] = []
+
+    def compile_and_record(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return compile_tools(*args)
+
+    monkeypatch.setattr(llm_api, "compile_tools", compile_and_record)
+    monkeypatch.setattr(llm_api, "COMPILE_IN_EXECUTOR_FROM", 1)
+    in_executor = await llm.async_get_api(hass, BOTPSY_API_ID, llm_context)
+    assert threads and threads[0] != threading.main_thread().name
+    assert [t.name for t in in_executor.tools] == [t.name for t in on_loop.tools]
+    assert in_executor.api_prompt == on_loop.api_prompt
