@@ -16,6 +16,7 @@ from custom_components.botpsy.core import embedded
 from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
 from custom_components.botpsy.core.engine import Finished, GenerateEvent, GenerateRequest, TextDelta
 from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
+from custom_components.botpsy.core.worker import NICENESS
 
 from .generation import run
 
@@ -41,6 +42,8 @@ async def test_load_reports_model(engine: EmbeddedEngine, tiny_models: dict[str,
     assert info.eos_token == "<|im_end|>"
     assert info.load_seconds is not None and info.load_seconds > 0
     assert engine.pid is not None
+    # The model waits for a core before HA does.
+    assert os.getpriority(os.PRIO_PROCESS, engine.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
     assert (engine.worker_rss_bytes() or 0) > 1 << 20
     assert (await engine.async_health()).ok
 
