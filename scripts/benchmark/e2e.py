@@ -156,6 +156,8 @@ class AgentBench:
         count = len(self.recorder.generations)
         self.recorder.arm()
         conversation_id = f"bench-{time.monotonic_ns()}"
+        warmup = getattr(self.entity, "warmup", None)
+        cached_prefix = warmup.prefilled if warmup is not None else None
         stall = StallProbe()
         with Execution(self.hass, self.home_entities) as execution:
             if probe:
@@ -177,11 +179,14 @@ class AgentBench:
             state = self.hass.states.get(expect[0])
             ok = ok and state is not None and state.state == expect[1]
         await self.hass.async_block_till_done()
+        generations = self.recorder.since(count)
+        for generation in generations:
+            generation.cached_prefix = cached_prefix
         return Sample(
             text,
             started,
             ended,
-            self.recorder.since(count),
+            generations,
             execution,
             ok,
             reply,
@@ -207,20 +212,15 @@ class AgentBench:
             await asyncio.sleep(0.1)  # polling its state is all it offers
         return time.perf_counter() - started
 
-    async def async_cached_prefix(self) -> str | None:
-        """The prompt's cacheable prefix (stable part and states block) as the agent renders
-        it for its warm-up, if it does."""
-        prefix = await self.entity.prompts.async_prefix()
-        return prefix.with_states if prefix is not None else None
-
     async def async_count(self, text: str) -> int:
         return await self.engine.async_count_tokens(text)
 
     async def async_user_turn_start(self, gen: Generation, utterance: str) -> int:
-        """Where the cacheable prefix ends in the prompt: the agent's own prefix if the
+        """Where the cached prefix ends in the prompt: what the agent's warm-up had
+        prefilled when the request was asked (its stable part and states block) if the
         prompt starts with it, else the start of the last user message."""
         prompt = gen.request.prompt or ""
-        prefix = await self.async_cached_prefix()
+        prefix = gen.cached_prefix
         if prefix and prompt.startswith(prefix):
             return len(prefix)
         return user_turn_start(gen, utterance)

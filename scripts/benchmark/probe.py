@@ -33,6 +33,8 @@ class Generation:
     ended_at: float | None = None
     text: str = ""
     timings: Timings = field(default_factory=Timings)
+    # What the agent's warm-up had prefilled when the request was asked (its cached prefix).
+    cached_prefix: str | None = None
 
     @property
     def grammar_bytes(self) -> int:
