@@ -75,7 +75,7 @@ async def write_warm_prompt(bench: AgentBench, warms: list[Sample], path: Path) 
     start = await bench.async_user_turn_start(last, REQUEST)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
-        f"{prompt[:start]}\n<<<---- user turn (after the stable prefix) ---->>>\n{prompt[start:]}"
+        f"{prompt[:start]}\n<<<---- user turn (after the cached prefix) ---->>>\n{prompt[start:]}"
         f"\n<<<---- generated ---->>>\n{last.text}\n"
     )
     request = last.request
