@@ -3,22 +3,38 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 import json
+import os
+from pathlib import Path
 import re
+import shutil
+import subprocess
+import time
+from typing import Any
+import urllib.request
 
 import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 import pytest
+import pytest_socket
 
-from custom_components.botpsy.core import remote
+from custom_components.botpsy.core import gbnf, remote
 from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
 from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
+from custom_components.botpsy.core.formats import FORMATS
+from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
+from custom_components.botpsy.core.tools import compile_tools
 from tests.fault_proxy import FaultProxy, Mode
+from tests.grammar_check import GrammarChecker
+from tests.tiny_gguf import write_tiny_model
 
 from .generation import run
+from .sample_home import sample_home
+
+TOOLS = compile_tools(sample_home())
 
 
 @pytest.fixture
@@ -239,3 +255,323 @@ async def test_server_faults_are_clear_errors_and_the_next_request_is_served(
         assert text.startswith("ok") and finished.reason == "stop"
     finally:
         await proxy.async_close()
+
+
+class ScriptedLlamaServer:
+    """llama-server's native endpoints, answering from a script: each /completion streams
+    the next list of events, /tokenize splits as told; the bodies it got are kept."""
+
+    def __init__(
+        self, answers: list[list[dict[str, Any]]], splits: dict[str, list[tuple[int, str]]] | None = None
+    ) -> None:
+        self.answers = answers
+        self.splits = splits or {}
+        self.bodies: list[dict[str, Any]] = []
+        self.tokenized: list[str] = []
+        self.server: TestServer | None = None
+
+    async def __aenter__(self) -> str:
+        async def models(_request: web.Request) -> web.Response:
+            return web.json_response({"data": [{"id": "m"}]})
+
+        async def props(_request: web.Request) -> web.Response:
+            template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+            return web.json_response({"chat_template": template, "default_generation_settings": {"n_ctx": 2048}})
+
+        async def completion(request: web.Request) -> web.StreamResponse:
+            self.bodies.append(await request.json())
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            for event in self.answers.pop(0):
+                await response.write(f"data: {json.dumps(event)}\n\n".encode())
+            return response
+
+        async def tokenize(request: web.Request) -> web.Response:
+            body = await request.json()
+            assert body["with_pieces"] is True
+            self.tokenized.append(body["content"])
+            split = self.splits[body["content"]]
+            return web.json_response({"tokens": [{"id": i, "piece": p} for i, p in split]})
+
+        self.server = await _fake_openai_server(
+            {"/v1/models": models, "/props": props, "/completion": completion, "/tokenize": tokenize}
+        )
+        return str(self.server.make_url(""))
+
+    async def __aexit__(self, *_exc: object) -> None:
+        assert self.server is not None
+        await self.server.close()
+
+
+def token(content: str, *ids: int) -> dict[str, Any]:
+    return {"content": content, "tokens": list(ids), "stop": False}
+
+
+def end(stop_type: str, predicted: int = 1, prompt_n: int = 1, cache_n: int = 0) -> dict[str, Any]:
+    timings = {"cache_n": cache_n, "prompt_n": prompt_n, "prompt_ms": 10.0}
+    timings |= {"predicted_n": predicted, "predicted_ms": 5.0}
+    return {"content": "", "tokens": [], "stop": True, "stop_type": stop_type, "timings": timings}
+
+
+async def generate_events(engine: RemoteEngine, request: GenerateRequest) -> tuple[list[str], Finished]:
+    events = [e async for e in engine.generate(request)]
+    finished = events[-1]
+    assert isinstance(finished, Finished)
+    return [e.text for e in events if isinstance(e, TextDelta)], finished
+
+
+async def test_forced_text_is_appended_between_one_token_requests(session: aiohttp.ClientSession) -> None:
+    """Inside a call the server samples one token per request; what the grammar forces after
+    it is tokenized by the server (with that token, whose split it must keep) and sent back
+    as prompt tokens, all but its last token unless the grammar ends there."""
+    script = [
+        [token("a", 1), end("limit", prompt_n=3, cache_n=5)],
+        [token("ef", 3), end("limit", prompt_n=2)],
+        [token("x", 4), end("limit")],
+    ]
+    splits = {"abcdef": [(1, "a"), (2, "bcd"), (3, "ef")], "xghij": [(4, "x"), (5, "ghij")]}
+    grammar = 'root ::= "a" "bcdef" ( "x" | "y" ) "ghij"'
+    server = ScriptedLlamaServer(script * 2, splits)
+    async with server as url:
+        engine = RemoteEngine(RemoteOptions(url), session)
+        await engine.async_load()
+        pieces, finished = await generate_events(engine, GenerateRequest(prompt="P", grammar=grammar, max_tokens=20))
+        again, _finished = await generate_events(engine, GenerateRequest(prompt="P", grammar=grammar, max_tokens=20))
+    assert pieces == again == ["a", "bcd", "ef", "x", "ghij"]
+    assert server.tokenized == ["abcdef", "xghij"]  # the second time, the splits are known
+    assert finished.reason == "stop"
+    t = finished.timings
+    assert (t.prompt_tokens, t.cached_tokens, t.decoded_tokens, t.forced_tokens) == (8, 5, 3, 2)
+    assert t.prompt_seconds == pytest.approx(0.01)
+    assert t.decode_seconds == pytest.approx(0.005 + 2 * 0.015)
+    first, second, third = server.bodies[:3]
+    assert (first["prompt"], first["grammar"], first["n_predict"], first["return_tokens"]) == ("P", grammar, 1, True)
+    assert (second["prompt"], second["n_predict"]) == (["P", 1, 2], 1)
+    assert third["prompt"] == ["P", 1, 2, 3]
+    assert checker_free_accepts(second["grammar"], "efxghij") and not checker_free_accepts(second["grammar"], "bcd")
+    assert checker_free_accepts(third["grammar"], "xghij")
+
+
+def checker_free_accepts(grammar: str, text: str) -> bool:
+    state = gbnf.Grammar(grammar).start().advance(text)
+    return state is not None and state.can_end
+
+
+async def scripted(
+    session: aiohttp.ClientSession,
+    script: list[list[dict[str, Any]]],
+    request: GenerateRequest,
+    splits: dict[str, list[tuple[int, str]]] | None = None,
+) -> tuple[list[str], Finished, list[dict[str, Any]]]:
+    server = ScriptedLlamaServer(script, splits)
+    async with server as url:
+        engine = RemoteEngine(RemoteOptions(url), session)
+        await engine.async_load()
+        pieces, finished = await generate_events(engine, request)
+    assert not server.answers, "requests the script expected were not made"
+    return pieces, finished, server.bodies
+
+
+async def test_a_text_answer_gets_the_rest_from_one_request(session: aiohttp.ClientSession) -> None:
+    """Nothing forced after the first token: the rest streams from one request, as without
+    the fast path."""
+    script = [[token("hello", 7), end("limit")], [token(" wor", 8), token("ld.", 9), end("eos", predicted=3)]]
+    request = GenerateRequest(prompt="P", grammar='root ::= [a-z ]+ "."', max_tokens=30)
+    pieces, finished, bodies = await scripted(session, script, request)
+    assert "".join(pieces) == "hello world." and finished.reason == "stop"
+    assert (bodies[1]["prompt"], bodies[1]["n_predict"]) == (["P", 7], 29)
+    assert finished.timings.decoded_tokens == 4
+
+
+async def test_a_token_that_is_part_of_a_character_ends_the_fast_path(session: aiohttp.ClientSession) -> None:
+    """llama-server keeps back a token that ends inside a character and, at one token, sends
+    neither its text nor its id: that token is asked for again in a request for the rest, where
+    the server puts the character together."""
+    script = [
+        [token("k", 1), end("limit")],
+        [token(" ", 4), end("limit")],
+        [end("limit")],  # the first bytes of an emoji
+        [token("😀", 5, 6), token("!", 7), end("eos", predicted=3)],
+    ]
+    splits = {"key: ": [(1, "k"), (2, "ey"), (3, ":"), (4, " ")]}
+    request = GenerateRequest(prompt="P", grammar='root ::= "k" "ey: " ( "😀" | "😃" ) "!"', max_tokens=30)
+    pieces, finished, bodies = await scripted(session, script, request, splits)
+    assert "".join(pieces) == "key: 😀!" and finished.reason == "stop"
+    assert [b["prompt"] for b in bodies[1:]] == [["P", 1, 2, 3], ["P", 1, 2, 3, 4], ["P", 1, 2, 3, 4]]
+    assert [b["n_predict"] for b in bodies] == [1, 1, 1, 30 - 2 - 3]
+
+
+async def test_a_forced_split_that_changes_the_sampled_token_is_not_used(session: aiohttp.ClientSession) -> None:
+    script = [[token('"', 1), end("limit")], [token("}}", 2), end("limit")], [end("eos", predicted=1)]]
+    splits = {'"}}': [(3, '"}}')]}
+    request = GenerateRequest(prompt="P", grammar='root ::= "\\"}}" ( "\\n" | "" )', max_tokens=30)
+    pieces, finished, bodies = await scripted(session, script, request, splits)
+    assert "".join(pieces) == '"}}' and finished.reason == "stop"
+    assert bodies[1]["prompt"] == ["P", 1] and finished.timings.forced_tokens == 0
+
+
+async def test_a_stop_string_across_requests_ends_the_answer(session: aiohttp.ClientSession) -> None:
+    script = [[token("a", 1), end("limit")], [token("b", 2), end("limit")], [token("x", 3), end("limit")]]
+    splits = {"ab": [(1, "a"), (2, "b")], "xENDzz": [(3, "x"), (4, "END"), (5, "zz")]}
+    request = GenerateRequest(prompt="P", grammar='root ::= "ab" [xy] "ENDzz"', stop=("END",), max_tokens=30)
+    pieces, finished, _bodies = await scripted(session, script, request, splits)
+    assert "".join(pieces) == "abx" and finished.reason == "stop"
+
+
+async def test_the_token_budget_counts_forced_tokens(session: aiohttp.ClientSession) -> None:
+    script = [[token("a", 1), end("limit")], [token("f", 5), end("limit")]]
+    splits = {"abcdef": [(1, "a"), (2, "b"), (3, "cd"), (4, "e"), (5, "f")]}
+    request = GenerateRequest(prompt="P", grammar='root ::= "abcdef" [xy]', max_tokens=3)
+    pieces, finished, bodies = await scripted(session, script[:1], request, splits)
+    assert "".join(pieces) == "abcd" and finished.reason == "length"
+    assert len(bodies) == 1 and finished.timings.forced_tokens == 2
+    request = GenerateRequest(prompt="P", grammar='root ::= "abcdef" [xy]', max_tokens=5)
+    pieces, finished, bodies = await scripted(session, script, request, splits)
+    assert "".join(pieces) == "abcdef" and finished.reason == "length"
+    assert bodies[1]["prompt"] == ["P", 1, 2, 3, 4]
+
+
+async def test_a_server_that_does_not_say_its_tokens_continues_from_text(session: aiohttp.ClientSession) -> None:
+    no_ids = [
+        [{**token("a", 1), "tokens": None}, end("limit")],
+        [{**token("bc", 2), "tokens": None}, end("eos")],
+        [{**token("a", 1), "tokens": None}, {**token("bc", 2), "tokens": None}, end("eos", predicted=2)],
+    ]
+    server = ScriptedLlamaServer(no_ids)
+    async with server as url:
+        engine = RemoteEngine(RemoteOptions(url), session)
+        await engine.async_load()
+        request = GenerateRequest(prompt="P", grammar='root ::= "a" [b-c]+', max_tokens=10)
+        assert (await run(engine, request))[0] == "abc"
+        assert (await run(engine, request))[0] == "abc"
+    assert [(b["prompt"], b["n_predict"]) for b in server.bodies] == [("P", 1), ("Pa", 9), ("P", 10)]
+
+
+async def test_text_it_does_not_follow_goes_on_under_the_servers_grammar(session: aiohttp.ClientSession) -> None:
+    """Text the engine's reading of the grammar refuses (a disagreement with llama.cpp), or a
+    token without text (a special token the server does not write out): that token is asked
+    for again, and the rest comes from one request, as without the fast path."""
+    script = [
+        [token("a", 1), end("limit")],
+        [token("z", 3), end("limit")],
+        [token("z", 3), token("b", 4), end("eos", predicted=2)],
+        [token("a", 1), end("limit")],
+        [token("", 9), end("limit")],
+        [token("", 9), token("yb", 4), end("eos", predicted=2)],
+    ]
+    request = GenerateRequest(prompt="P", grammar='root ::= "a" "xy" [b-c]+', max_tokens=10)
+    server = ScriptedLlamaServer(script, {"axy": [(1, "a"), (2, "x"), (3, "y")]})
+    async with server as url:
+        engine = RemoteEngine(RemoteOptions(url), session)
+        await engine.async_load()
+        assert (await run(engine, request))[0] == "axzb"
+        assert (await run(engine, request))[0] == "axyb"
+    steps = [("P", 1), (["P", 1, 2], 1), (["P", 1, 2], 8)]
+    assert [(b["prompt"], b["n_predict"]) for b in server.bodies] == steps * 2
+
+
+async def test_where_the_grammar_branches_too_much_the_server_goes_on_alone(
+    session: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state this engine cannot follow (too many branches): the token that led there is
+    asked for again, and the rest comes from one request under the grammar of the last state
+    it could follow."""
+    monkeypatch.setattr(gbnf, "MAX_STACKS", 3)
+    script = [
+        [token("a", 1), end("limit")],
+        [token("d", 3), end("limit")],
+        [token("x", 4), end("limit")],
+        [token("e", 5), end("limit")],
+        [token("e", 5), token("3", 6), token("!", 7), end("eos", predicted=3)],
+    ]
+    splits = {"abcd": [(1, "a"), (2, "bc"), (3, "d")]}
+    grammar = 'root ::= "a" "bcd" [xy] "e" ( "1" | "2" | "3" | "4" | "5" ) "!"'
+    request = GenerateRequest(prompt="P", grammar=grammar, max_tokens=30)
+    pieces, finished, bodies = await scripted(session, script, request, splits)
+    assert "".join(pieces) == "abcdxe3!" and finished.reason == "stop"
+    assert (bodies[4]["prompt"], bodies[4]["n_predict"]) == (["P", 1, 2, 3, 4], 30 - 4)
+    monkeypatch.undo()
+    assert checker_free_accepts(bodies[4]["grammar"], "e3!")
+
+
+@pytest.fixture(scope="module")
+def favoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-server on a tiny model whose greedy choice is the longest token that fits (the
+    tokenizer's own split), so fast-forwarded and token-by-token decoding can be compared."""
+    folder = tmp_path_factory.mktemp("favoring-server")
+    model = write_tiny_model(folder / "tiny.gguf", "qwen3", favor_long_tokens=True)
+    binary = shutil.which("llama-server")
+    assert binary, "llama-server not found: run scripts/setup"
+    port = 21000 + os.getpid() % 20000
+    log = (folder / "server.log").open("w")
+    command = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1"]
+    process = subprocess.Popen([*command, "-t", "2", "--no-webui"], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    pytest_socket.enable_socket()
+    try:
+        while True:
+            assert process.poll() is None, (folder / "server.log").read_text()
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "llama-server did not become healthy"
+            time.sleep(0.2)
+    finally:
+        pytest_socket.disable_socket(allow_unix_socket=True)
+    yield url
+    process.terminate()
+    process.wait(10)
+    log.close()
+
+
+class TokenByToken(RemoteEngine):
+    """The remote engine without its fast path: every token sampled by the server."""
+
+    def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
+        return None
+
+
+CALL_PROMPT = "<|im_start|>user\nturn off the kitchen light<|im_end|>\n<|im_start|>assistant\n"
+
+
+@pytest.mark.parametrize("fmt", ["qwen_xml", "hermes_json", "gemma"])
+async def test_llama_server_fast_path_equals_token_by_token_decoding(
+    favoring_server: str, session: aiohttp.ClientSession, fmt: str
+) -> None:
+    """Where greedy decoding picks the tokens the tokenizer makes, appending the forced text
+    changes nothing but how many tokens the server samples (as in the embedded worker)."""
+    grammar = compile_grammar(TOOLS, FORMATS[fmt], allow_text=False, max_calls=1)
+    request = GenerateRequest(prompt=CALL_PROMPT, grammar=grammar, max_tokens=200, temperature=0.0)
+    fast_engine = RemoteEngine(RemoteOptions(favoring_server), session)
+    slow_engine = TokenByToken(RemoteOptions(favoring_server), session)
+    await fast_engine.async_load()
+    await slow_engine.async_load()
+    fast_text, fast = await run(fast_engine, request)
+    slow_text, slow = await run(slow_engine, request)
+    assert fast_text == slow_text
+    assert fast.reason == slow.reason == "stop"
+    assert slow.timings.forced_tokens == 0
+    assert fast.timings.forced_tokens > 0
+    assert fast.timings.decoded_tokens * 2 <= slow.timings.decoded_tokens
+    assert fast.timings.decoded_tokens + fast.timings.forced_tokens <= slow.timings.decoded_tokens
+
+
+async def test_llama_server_calls_with_forced_text_follow_the_grammar(
+    llama_server: str, session: aiohttp.ClientSession, tiny_model: Path
+) -> None:
+    checker = GrammarChecker(tiny_model)
+    engine = RemoteEngine(RemoteOptions(llama_server), session)
+    await engine.async_load()
+    for fmt in ("qwen_xml", "hermes_json"):
+        grammar = compile_grammar(TOOLS, FORMATS[fmt], allow_text=False, max_calls=1)
+        for seed in range(3):
+            request = GenerateRequest(prompt=CALL_PROMPT, grammar=grammar, max_tokens=400, temperature=1.0, seed=seed)
+            text, finished = await run(engine, request)
+            assert finished.reason == "stop", text
+            assert checker.accepts(grammar, text), text
+            assert finished.timings.forced_tokens > 0
+            assert FORMATS[fmt].parse(text).calls

@@ -4,20 +4,31 @@ Chat completions with streaming and tools work with any of them. llama-server al
 takes a raw prompt with a GBNF grammar on its native `/completion` endpoint, which is
 what BotPsy's constrained decoding needs; it is detected from its `/props` endpoint.
 The aiohttp session is the caller's (Home Assistant's shared one).
+
+llama-server samples every token under a grammar one by one, even where the grammar
+leaves no choice (most of a tool call). So a constrained generation there goes as in the
+embedded worker: the server samples one token per request, and before the next request
+the text the grammar forces is appended to the prompt as tokens (`gbnf.State.forced`,
+split by the server's tokenizer), which the server evaluates in one batch; the grammar
+sent with each request is what the original one still allows (`gbnf.State.gbnf`). A
+text answer, where nothing is forced, gets the rest of its tokens from one request.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 import json
+import logging
 import os
 import time
 from typing import Any
 
 import aiohttp
 
+from . import gbnf
 from .chat_template import ChatTemplate, ChatTemplateError
 from .engine import (
     EngineHealth,
@@ -37,6 +48,12 @@ CONNECT_TIMEOUT = 10.0
 # nothing while it evaluates the prompt) before the server counts as lost.
 READ_TIMEOUT = 120.0
 _FINISH = {"stop": "stop", "eos": "stop", "word": "stop", "tool_calls": "stop", "length": "length", "limit": "length"}
+# Grammars read for the fast path, kept by their text (a conversation sends the same ones).
+MAX_GRAMMARS = 8
+# Tokenized forced texts kept.
+MAX_SPLITS = 256
+
+_LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +83,12 @@ class RemoteEngine:
         # One generation at a time, queued here: a server with one slot would hold the
         # others without a byte, and their silence would read as a dead server.
         self._turn = asyncio.Lock()
+        self._grammars: OrderedDict[str, gbnf.Grammar | None] = OrderedDict()
+        # Whether the server says which tokens it sampled (the fast path needs them).
+        self._token_ids = True
+        # The server's splits of forced text (with the token before it): the same calls
+        # force the same text request after request.
+        self._splits: OrderedDict[str, list[tuple[int, bytes]] | None] = OrderedDict()
         self.last_timings: Timings | None = None
 
     @property
@@ -137,6 +160,7 @@ class RemoteEngine:
         except EngineError:
             props = {}
         self._native = isinstance(props, dict) and bool(props.get("chat_template"))
+        self._splits.clear()  # perhaps another model now
         settings = props.get("default_generation_settings", {}) if self._native else {}
         self._info = ModelInfo(
             name=str(self._model),
@@ -209,13 +233,58 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        async with self._turn:
-            async for event in self._generate(request):
-                yield event
-
-    async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         # The server works on one request at a time: a warm-up must not hold this one up.
         self._prefills.interrupt()
+        async with self._turn:
+            state = self._grammar_state(request)
+            events = _FastForward(self, request, state).run() if state is not None else self._generate(request)
+            async for event in events:
+                yield event
+
+    def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
+        """Where a raw-prompt request's grammar starts, if it gets the fast path."""
+        if not (self._native and self._token_ids and request.prompt is not None and request.grammar):
+            return None
+        text = request.grammar
+        if text in self._grammars:
+            self._grammars.move_to_end(text)
+            grammar = self._grammars[text]
+        else:
+            try:
+                grammar = gbnf.Grammar(text)
+            except gbnf.GbnfError as err:
+                _LOGGER.debug("No fast path for this grammar: %s", err)
+                grammar = None
+            self._grammars[text] = grammar
+            while len(self._grammars) > MAX_GRAMMARS:
+                self._grammars.popitem(last=False)
+        if grammar is None:
+            return None
+        try:
+            return grammar.start()
+        except gbnf.GbnfError as err:
+            _LOGGER.debug("No fast path for this grammar: %s", err)
+            return None
+
+    async def _split(self, text: str) -> list[tuple[int, bytes]] | None:
+        """The server's tokens of `text` (ids and bytes), remembered; None if it did not say."""
+        if text in self._splits:
+            self._splits.move_to_end(text)
+            return self._splits[text]
+        data = await self._post_json("/tokenize", {"content": text, "with_pieces": True})
+        found = data.get("tokens") if isinstance(data, dict) else None
+        split: list[tuple[int, bytes]] | None = None
+        try:
+            if isinstance(found, list):
+                split = [(int(t["id"]), _piece_bytes(t["piece"])) for t in found]
+        except (KeyError, TypeError, ValueError):
+            split = None
+        self._splits[text] = split
+        while len(self._splits) > MAX_SPLITS:
+            self._splits.popitem(last=False)
+        return split
+
+    async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         path, body = self._body(request)
         started = time.monotonic()
         first_at: float | None = None
@@ -268,8 +337,10 @@ class RemoteEngine:
 
     async def _prefill(self, prompt: str) -> Timings:
         timings = Timings()
-        started = time.monotonic()
-        data = await self._post_json("/completion", {"prompt": prompt, "n_predict": 0, "cache_prompt": True})
+        # Not between the requests of one generation: the slot would lose its tokens.
+        async with self._turn:
+            started = time.monotonic()
+            data = await self._post_json("/completion", {"prompt": prompt, "n_predict": 0, "cache_prompt": True})
         if isinstance(data, dict):
             _update_timings(timings, data)
         if not timings.prompt_seconds:
@@ -285,6 +356,249 @@ class RemoteEngine:
 
     async def async_unload(self) -> None:
         """Nothing to free here: the server owns the model."""
+
+
+class _FastForward:
+    """One constrained generation on llama-server, forced text appended between requests.
+
+    Each request carries the prompt and every output token so far (token ids: the server
+    evaluates exactly what it sampled, and its prompt cache holds all of it) and the grammar
+    of what may follow. Until the output holds forced text, the first token is asked for
+    alone: where nothing is forced after it (a text answer), the rest comes from the same
+    request as without the fast path; inside a call, every request samples one token.
+    """
+
+    def __init__(self, engine: RemoteEngine, request: GenerateRequest, state: gbnf.State) -> None:
+        assert request.prompt is not None and request.grammar is not None
+        self.engine = engine
+        self.request = request
+        self.prompt = request.prompt
+        self.state = state
+        self.tokens: list[int] = []  # output tokens, sampled and forced
+        self.text = ""  # output text (whole characters)
+        self.sent = 0  # characters of `text` given to the caller
+        self.timings = Timings()
+        self.requests = 0
+        self.stepping = True  # one token per request
+        self.structured = False  # forced text was met: the output is a call
+        self.last_piece: str | None = None  # the text of the token a step just sampled
+        self.tracking = True  # `state` follows the output
+        self.reason = "stop"
+
+    @property
+    def produced(self) -> int:
+        """Output tokens so far, sampled and forced."""
+        return self.timings.decoded_tokens + self.timings.forced_tokens
+
+    async def run(self) -> AsyncIterator[GenerateEvent]:
+        while True:
+            if self.last_piece is not None:
+                try:
+                    forced, after = self.state.forced()
+                except gbnf.GbnfError:
+                    forced, after = "", self.state
+                if forced:
+                    self.structured = True
+                    await self._append_forced(forced, ends=after.finished)
+                    if self._stopped():
+                        break
+                    if text := self._release():
+                        yield TextDelta(text)
+                if not self.structured:
+                    self.stepping = False  # a text answer: the rest in one request
+            if self.state.finished:
+                break
+            budget = self.request.max_tokens - self.produced
+            if budget <= 0:
+                self.reason = "length"
+                break
+            finish = ""
+            async for event in self._ask(1 if self.stepping else budget):
+                if isinstance(event, str):
+                    finish = event
+                else:
+                    yield event
+            if finish in ("eos", "word", "stop") or (finish == "limit" and not self.stepping):
+                self.reason = _FINISH.get(finish, "stop")
+                break
+        if self.sent < len(self.text):
+            yield TextDelta(self.text[self.sent :])
+        self.engine.last_timings = self.timings
+        yield Finished(self.reason, self.timings)
+
+    async def _ask(self, n_predict: int) -> AsyncIterator[TextDelta | str]:
+        """One streamed /completion; yields text, then the server's stop type (a str)."""
+        request = self.request
+        body: dict[str, Any] = {
+            "prompt": [self.prompt, *self.tokens] if self.tokens else self.prompt,
+            "grammar": self.state.gbnf() if self.requests else request.grammar,
+            "n_predict": n_predict,
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "top_k": request.top_k,
+            "stream": True,
+            "cache_prompt": True,
+            "return_tokens": True,
+        }
+        if request.seed is not None:  # a seed of its own per request, all following from the one given
+            body["seed"] = (request.seed + self.requests) % 2**32
+        if request.stop:
+            body["stop"] = list(request.stop)
+        ids: list[int] = []
+        piece = ""
+        final: dict[str, Any] | None = None
+        base = self.engine.options.base
+        try:
+            async with await self.engine._post_stream("/completion", body) as response:
+                if response.status in (401, 403):
+                    raise AuthenticationError("The server refused the API key")
+                if response.status != 200:
+                    detail = _error_detail(await response.text())
+                    raise EngineError(f"The server answered HTTP {response.status}: {detail}")
+                async for event in _sse(response):
+                    if event is _DONE:
+                        break
+                    ids += [int(t) for t in event.get("tokens") or []]
+                    if content := str(event.get("content", "")):
+                        if not self._follow(content) and n_predict == 1:
+                            # Asked again from the state before it, without the fast path.
+                            self.stepping = False
+                            self.last_piece = None
+                            yield "again"
+                            return
+                        self.text += content
+                        piece += content
+                        if text := self._release():
+                            yield TextDelta(text)
+                    if event.get("stop") is True:
+                        final = event
+                if final is None:
+                    raise EngineUnavailableError(f"The server at {base} ended its answer midway")
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise EngineUnavailableError(_lost(base, err)) from err
+        finish = str(final.get("stop_type") or "stop")
+        stepped = self.stepping and finish == "limit"
+        if stepped and ids and not piece:
+            # A token without text (a special token the server does not write out): asked
+            # for again, and the rest comes from one request, as without the fast path.
+            self.stepping = False
+            self.last_piece = None
+            yield "again"
+            return
+        self._count(final)
+        self.tokens += ids
+        self.last_piece = piece if stepped and len(ids) == 1 else None
+        if stepped and not ids:
+            # A server that does not say which tokens it sampled (the rest goes on from the
+            # text), or a token that was part of a character (the server keeps it back; it is
+            # asked for again where the server puts characters together itself): the rest
+            # comes from one request.
+            if piece:
+                self.engine._token_ids = False
+                self.prompt += self.text
+                self.tokens = []
+            self.stepping = False
+            finish = "again"
+        if self._stopped():
+            finish = "word"
+        yield finish
+
+    def _follow(self, content: str) -> bool:
+        """Advance the grammar over text the server wrote. False where this engine cannot
+        follow it (too many branches, or text it did not expect): the server's own grammar
+        goes on alone from there."""
+        if not self.tracking:
+            return True
+        try:
+            state = self.state.advance(content)
+            if state is None:
+                _LOGGER.warning("llama-server wrote %r where BotPsy's reading of the grammar refuses it", content)
+        except gbnf.GbnfError as err:
+            _LOGGER.debug("The fast path stops here: %s", err)
+            state = None
+        if state is None:
+            self.tracking = False
+            return False
+        self.state = state
+        return True
+
+    def _count(self, final: dict[str, Any]) -> None:
+        native = final.get("timings")
+        if not isinstance(native, dict):
+            return
+        t = self.timings
+        if self.requests == 0:
+            t.cached_tokens = int(native.get("cache_n", 0))
+            t.prompt_tokens = int(native.get("prompt_n", 0)) + t.cached_tokens
+            t.prompt_seconds = float(native.get("prompt_ms", 0)) / 1000
+        else:
+            t.decode_seconds += float(native.get("prompt_ms", 0)) / 1000
+        t.decode_seconds += float(native.get("predicted_ms", 0)) / 1000
+        t.decoded_tokens += int(native.get("predicted_n", 0))
+        self.requests += 1
+
+    async def _append_forced(self, forced: str, *, ends: bool) -> None:
+        """Append the tokens of `forced`, split as the model's tokenizer splits it after the
+        token just sampled (as the embedded worker does): nothing if that split changes that
+        token, and not the last token unless the grammar ends there (it might merge with what
+        the model writes next)."""
+        assert self.last_piece is not None
+        head = self.last_piece
+        split = await self.engine._split(head + forced)
+        if split is None or len(split) < 2:
+            return
+        ids = [token for token, _ in split]
+        pieces = [piece for _, piece in split]
+        if ids[0] != self.tokens[-1] or b"".join(pieces) != (head + forced).encode():
+            return
+        take = min(len(ids) - (1 if ends else 2), self.request.max_tokens - self.produced)
+        appended = ""
+        while take > 0:  # whole characters only
+            try:
+                appended = b"".join(pieces[1 : 1 + take]).decode()
+                break
+            except UnicodeDecodeError:
+                take -= 1
+        if take <= 0 or not appended:
+            return
+        state = self.state.advance(appended)
+        if state is None:  # cannot happen: `forced` starts with it
+            return
+        self.state = state
+        self.tokens += ids[1 : 1 + take]
+        self.text += appended
+        self.timings.forced_tokens += take
+        self.last_piece = None
+
+    def _stopped(self) -> bool:
+        """Cut the text at a stop string that spans requests (the server sees one at a time)."""
+        hits = [i for i in (self.text.find(s, self.sent) for s in self.request.stop) if i >= 0]
+        if not hits:
+            return False
+        self.text = self.text[: min(hits)]
+        return True
+
+    def _release(self) -> str:
+        """Text not given out yet that cannot be (the start of) a stop string."""
+        text, stops = self.text, self.request.stop
+        if any(s in text[self.sent :] for s in stops):
+            return ""  # `_ask` cuts it there
+        safe = len(text)
+        longest = max((len(s) for s in stops), default=0)
+        for start in range(max(self.sent, len(text) - longest + 1), len(text)):
+            if any(s.startswith(text[start:]) for s in stops):
+                safe = start
+                break
+        released = text[self.sent : safe]
+        self.sent = max(self.sent, safe)
+        return released
+
+
+def _piece_bytes(piece: Any) -> bytes:
+    """A /tokenize piece: text, or its bytes as a list where they are not whole UTF-8."""
+    if isinstance(piece, str):
+        return piece.encode()
+    return bytes(int(b) for b in piece)
 
 
 def _lost(base: str, err: Exception) -> str:
