@@ -176,7 +176,8 @@ def main() -> int:
             step(page, args.out, "02-integration")
             # Another agent on the same model: the subentry flow, then its reconfiguration.
             page.get_by_text("Add conversation agent").first.click()
-            page.get_by_text("tiny.gguf", exact=True).last.click()  # which model entry
+            # Which model entry: in the picker dialog (the page behind it names the entry too).
+            page.locator("dialog-pick-config-entry").get_by_text("tiny.gguf", exact=True).click()
             page.get_by_role("button", name="Submit").click()
             page.get_by_role("button", name=re.compile("^(Finish|Skip and finish)$")).first.click()
             step(page, args.out, "02b-agent-added")
