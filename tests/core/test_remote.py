@@ -268,6 +268,7 @@ class ScriptedLlamaServer:
         self.splits = splits or {}
         self.bodies: list[dict[str, Any]] = []
         self.tokenized: list[str] = []
+        self.prompt_ids: list[int] = []  # none: the engine goes on sending the prompt's text
         self.server: TestServer | None = None
 
     async def __aenter__(self) -> str:
@@ -280,6 +281,7 @@ class ScriptedLlamaServer:
 
         async def completion(request: web.Request) -> web.StreamResponse:
             self.bodies.append(await request.json())
+            await asyncio.sleep(0.02)  # as a server evaluates: the prompt's tokens come first
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await response.prepare(request)
             for event in self.answers.pop(0):
@@ -288,7 +290,8 @@ class ScriptedLlamaServer:
 
         async def tokenize(request: web.Request) -> web.Response:
             body = await request.json()
-            assert body["with_pieces"] is True
+            if not body.get("with_pieces"):  # the prompt's tokens: not part of the script
+                return web.json_response({"tokens": self.prompt_ids})
             self.tokenized.append(body["content"])
             split = self.splits[body["content"]]
             return web.json_response({"tokens": [{"id": i, "piece": p} for i, p in split]})
@@ -374,12 +377,21 @@ async def scripted(
 
 async def test_a_text_answer_gets_the_rest_from_one_request(session: aiohttp.ClientSession) -> None:
     """Nothing forced after the first token: the rest streams from one request, as without
-    the fast path."""
-    script = [[token("hello", 7), end("limit")], [token(" wor", 8), token("ld.", 9), end("eos", predicted=3)]]
+    the fast path. Requests after the first send the prompt as the server's tokens (asked
+    for while the first token is sampled), when it splits it as for the first request."""
+    script = [
+        [token("hello", 7), end("limit", prompt_n=2)],
+        [token(" wor", 8), token("ld.", 9), end("eos", predicted=3)],
+    ]
     request = GenerateRequest(prompt="P", grammar='root ::= [a-z ]+ "."', max_tokens=30)
-    pieces, finished, bodies = await scripted(session, script, request)
+    server = ScriptedLlamaServer(script)
+    server.prompt_ids = [100, 101]
+    async with server as url:
+        engine = RemoteEngine(RemoteOptions(url), session)
+        await engine.async_load()
+        pieces, finished = await generate_events(engine, request)
     assert "".join(pieces) == "hello world." and finished.reason == "stop"
-    assert (bodies[1]["prompt"], bodies[1]["n_predict"]) == (["P", 7], 29)
+    assert (server.bodies[1]["prompt"], server.bodies[1]["n_predict"]) == ([100, 101, 7], 29)
     assert finished.timings.decoded_tokens == 4
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator
+import contextlib
 from dataclasses import dataclass
 import json
 import logging
@@ -384,6 +385,11 @@ class _FastForward:
         self.last_piece: str | None = None  # the text of the token a step just sampled
         self.tracking = True  # `state` follows the output
         self.reason = "stop"
+        # The prompt as the server's tokens, asked for while the first token is sampled:
+        # later requests send tokens only (the server tokenizing the prompt again each time
+        # costs it ~2 ms a request).
+        self.prompt_ids: list[int] | None = None
+        self._prompt_ids: asyncio.Task[Any] | None = None
 
     @property
     def produced(self) -> int:
@@ -391,6 +397,17 @@ class _FastForward:
         return self.timings.decoded_tokens + self.timings.forced_tokens
 
     async def run(self) -> AsyncIterator[GenerateEvent]:
+        body = {"content": self.prompt, "add_special": True, "parse_special": True}
+        self._prompt_ids = task = asyncio.create_task(self.engine._post_json("/tokenize", body))
+        try:
+            async for event in self._run():
+                yield event
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, EngineError):
+                await task
+
+    async def _run(self) -> AsyncIterator[GenerateEvent]:
         while True:
             if self.last_piece is not None:
                 try:
@@ -430,7 +447,7 @@ class _FastForward:
         """One streamed /completion; yields text, then the server's stop type (a str)."""
         request = self.request
         body: dict[str, Any] = {
-            "prompt": [self.prompt, *self.tokens] if self.tokens else self.prompt,
+            "prompt": self._prompt(),
             "grammar": self.state.gbnf() if self.requests else request.grammar,
             "n_predict": n_predict,
             "temperature": request.temperature,
@@ -497,11 +514,27 @@ class _FastForward:
                 self.engine._token_ids = False
                 self.prompt += self.text
                 self.tokens = []
+                self.prompt_ids = None
             self.stepping = False
             finish = "again"
         if self._stopped():
             finish = "word"
         yield finish
+
+    def _prompt(self) -> str | list[str | int]:
+        """The next request's prompt: the prompt and the output tokens so far."""
+        if not self.tokens:
+            return self.prompt
+        if self.prompt_ids is None and self._prompt_ids is not None and self._prompt_ids.done():
+            found = None if self._prompt_ids.cancelled() or self._prompt_ids.exception() else self._prompt_ids.result()
+            ids = found.get("tokens") if isinstance(found, dict) else None
+            # Only if the server splits it as it did for the first request.
+            if isinstance(ids, list) and all(isinstance(t, int) for t in ids):
+                self.prompt_ids = ids if len(ids) == self.timings.prompt_tokens else None
+            self._prompt_ids = None
+        if self.prompt_ids is not None:
+            return [*self.prompt_ids, *self.tokens]
+        return [self.prompt, *self.tokens]
 
     def _follow(self, content: str) -> bool:
         """Advance the grammar over text the server wrote. False where this engine cannot
