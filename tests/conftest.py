@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 import os
 from pathlib import Path
 import shutil
@@ -37,47 +38,39 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def llama_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """llama-server (llama.cpp's OpenAI-compatible server) on loopback, serving the tiny model."""
+    with serving_llama_server(tiny_model, _free_port(), tmp_path_factory.mktemp("llama-server")) as url:
+        yield url
+
+
+@contextmanager
+def serving_llama_server(model: Path, port: int, folder: Path) -> Iterator[str]:
+    """llama-server on `model` (one slot, 2,048 tokens) on loopback, healthy; its log in `folder`."""
     binary = shutil.which("llama-server")
     assert binary, "llama-server not found: run scripts/setup"
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w")
-    process = subprocess.Popen(
-        [
-            binary,
-            "-m",
-            str(tiny_model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "-c",
-            "2048",
-            "-np",
-            "1",
-            "-t",
-            "2",
-            "--no-webui",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    log = (folder / "server.log").open("w")
+    command = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1"]
+    process = subprocess.Popen([*command, "-t", "2", "--no-webui"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     # Session set-up runs while HA's test plugin blocks sockets; tests that talk to the
     # server ask for `socket_enabled` themselves.
     pytest_socket.enable_socket()
-    while True:
-        assert process.poll() is None, Path(log.name).read_text()
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "llama-server did not become healthy"
-        time.sleep(0.2)
-    pytest_socket.disable_socket(allow_unix_socket=True)
-    yield url
-    process.terminate()
-    process.wait(10)
-    log.close()
+    try:
+        while True:
+            assert process.poll() is None, (folder / "server.log").read_text()
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "llama-server did not become healthy"
+            time.sleep(0.2)
+    finally:
+        pytest_socket.disable_socket(allow_unix_socket=True)
+    try:
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()

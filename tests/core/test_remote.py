@@ -8,17 +8,12 @@ import json
 import os
 from pathlib import Path
 import re
-import shutil
-import subprocess
-import time
 from typing import Any
-import urllib.request
 
 import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 import pytest
-import pytest_socket
 
 from custom_components.botpsy.core import gbnf, remote
 from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
@@ -27,6 +22,7 @@ from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
 from custom_components.botpsy.core.tools import compile_tools
+from tests.conftest import serving_llama_server
 from tests.fault_proxy import FaultProxy, Mode
 from tests.grammar_check import GrammarChecker
 from tests.tiny_gguf import write_tiny_model
@@ -512,32 +508,8 @@ def favoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tokenizer's own split), so fast-forwarded and token-by-token decoding can be compared."""
     folder = tmp_path_factory.mktemp("favoring-server")
     model = write_tiny_model(folder / "tiny.gguf", "qwen3", favor_long_tokens=True)
-    binary = shutil.which("llama-server")
-    assert binary, "llama-server not found: run scripts/setup"
-    port = 21000 + os.getpid() % 20000
-    log = (folder / "server.log").open("w")
-    command = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1"]
-    process = subprocess.Popen([*command, "-t", "2", "--no-webui"], stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    pytest_socket.enable_socket()
-    try:
-        while True:
-            assert process.poll() is None, (folder / "server.log").read_text()
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "llama-server did not become healthy"
-            time.sleep(0.2)
-    finally:
-        pytest_socket.disable_socket(allow_unix_socket=True)
-    yield url
-    process.terminate()
-    process.wait(10)
-    log.close()
+    with serving_llama_server(model, 21000 + os.getpid() % 20000, folder) as url:
+        yield url
 
 
 class TokenByToken(RemoteEngine):
