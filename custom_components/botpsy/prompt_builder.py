@@ -6,7 +6,8 @@ block at the head of a conversation's first turn (the devices' states and the cl
 the minute), both prefilled in the background (see `prefix_warmup`), then the user's
 words: a warm request evaluates about its own words. The block holds every device of a
 small home; in a bigger one, the devices requests were about lately (a working set),
-and a request about others carries their lines in its turn. Follow-up turns carry the
+and a request about others adds their lines to the block's list, after the block's own
+and before the clock, so the model reads one list. Follow-up turns carry the
 states of the devices they may concern.
 
 An engine reuses the state of the prompt it last evaluated (and the tokens it generated)
@@ -58,7 +59,7 @@ from .core.engine import Engine, GenerateRequest
 from .core.errors import EngineError
 from .core.formats import CallFormat
 from .core.grammar import compile_grammar
-from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later_turn, states_block
+from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later_turn
 from .core.requested import NAMES_NOTHING, Named
 from .core.shortlist import SMALL_HOME
 from .generation import engine_failure
@@ -304,12 +305,12 @@ class PromptBuilder:
             # one before. The first turn opens with the home's states block (prefilled in
             # the background); a later one carries the states of what it may concern.
             if len(users) == 1:
-                block, shown = self.states_block(toolbox)
+                lines, shown = self.block_lines(toolbox)
                 if named.entity_ids and named.entity_ids <= shown:
                     more: list[str] = []  # what it names is in the block: nothing else is needed
                 else:
                     more = self._lines_of(toolbox, sorted(set(entity_ids) - shown))
-                text = first_turn(block, more, turn.content)
+                text = first_turn(lines, clock_line(dt_util.now()), turn.content, more)
             else:
                 text = later_turn(self._lines_of(toolbox, sorted(set(entity_ids))), turn.content)
             self._conversations.set_user_text(conversation_id, turn, text)
@@ -339,15 +340,15 @@ class PromptBuilder:
         """The device lines of `entity_ids`, with their states now."""
         return [device_line(state, toolbox.home.entity(e)) for e in entity_ids if (state := live_state(self.hass, e))]
 
-    def states_block(self, toolbox: Toolbox) -> tuple[str, frozenset[str]]:
-        """The home's states block now, and the devices it shows: every device of a small
-        home, else the working set's."""
+    def block_lines(self, toolbox: Toolbox) -> tuple[list[str], frozenset[str]]:
+        """The states block's device lines now, and the devices they show: every device of
+        a small home, else the working set's."""
         home = [e.entity_id for e in toolbox.home.entities]
         if len(home) > SMALL_HOME:
             exposed = set(home)
             home = [e for e in self._working if e in exposed]
         lines = {e: device_line(state, toolbox.home.entity(e)) for e in home if (state := live_state(self.hass, e))}
-        return states_block(self._lines.update(lines), clock_line(dt_util.now())), frozenset(lines)
+        return self._lines.update(lines), frozenset(lines)
 
     def remember(self, entity_ids: Iterable[str]) -> None:
         """A request was about `entity_ids`: in a bigger home, the block shows them next."""
@@ -402,7 +403,8 @@ class PromptBuilder:
         if parts is None:
             return None
         system, schemas, toolbox = parts
-        block, shown = self.states_block(toolbox)
+        lines, shown = self.block_lines(toolbox)
+        clock = clock_line(dt_util.now())
 
         def until_words(turn: str) -> str | None:
             messages = [{"role": "system", "content": system}, {"role": "user", "content": turn}]
@@ -412,7 +414,7 @@ class PromptBuilder:
             return rendered[:cut].removesuffix(" ") if cut > 0 else None
 
         stable = until_words(_TURN_SENTINEL)
-        with_states = until_words(first_turn(block, [], _TURN_SENTINEL))
+        with_states = until_words(first_turn(lines, clock, _TURN_SENTINEL))
         if stable is None or with_states is None or not with_states.startswith(stable):
             return None
         return Prefix(stable, with_states, shown)
