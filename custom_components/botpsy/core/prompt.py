@@ -82,7 +82,8 @@ def later_turn(lines: Sequence[str], request: str) -> str:
 
 # How people ask for actions whose names alone do not tell a small model which one a
 # phrasing means ("skip" is media_next_track), with their arguments; a plain "turn on"
-# beside "dim", so that not every "turn on" gets a brightness.
+# beside "dim" and "close" beside "open halfway", so that not every such request gets a
+# brightness or a position.
 _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "media_next_track"): (("skip to the next song on {name}", {}),),
     ("media_player", "media_previous_track"): (("play the previous song on {name}", {}),),
@@ -95,6 +96,7 @@ _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "volume_mute"): (("mute {name}", {"is_volume_muted": True}),),
     ("media_player", "play_media"): (("play the album Kind of Blue on {name}", {"media": "Kind of Blue"}),),
     ("light", "turn_on"): (("turn on {name}", {}), ("dim {name} to 30%", {"brightness_pct": 30})),
+    ("cover", "close_cover"): (("close {name}", {}),),
     ("cover", "set_cover_position"): (("open {name} halfway", {"position": 50}),),
     ("valve", "set_valve_position"): (("open {name} to 20%", {"position": 20}),),
     ("climate", "set_temperature"): (("set {name} to 21 degrees", {"temperature": 21}),),
