@@ -72,6 +72,15 @@ def test_here_is_the_area_of_the_device_that_heard_it() -> None:
     assert [e.entity_id for e in HOME if named.fits(e)] == ["climate.office"]
 
 
+def test_how_warm_it_is_asks_for_the_temperature() -> None:
+    heater = Entity("sensor.office_heater_irradiance", "Office heater irradiance", area="Office")
+    office = (*HOME, heater, Entity("light.office", "Office Lamp", area="Office"))
+    for request in ("how hot is it in the office?", "how warm is the office", "How cold is it in the office"):
+        assert [e.entity_id for e in office if named_in(request, office).fits(e)] == ["climate.office"]
+    # "warm" of a light names no temperature.
+    assert named_in("make the office lamp warm white", office).entity_ids == {"light.office"}
+
+
 def test_a_title_to_play_names_nothing_but_what_follows_it() -> None:
     office = (*HOME, Entity("light.office", "Office Lamp", area="Office"))
     assert [e.entity_id for e in office if named_in("play The Office", office).fits(e)] == ["media_player.tv"]

@@ -78,6 +78,9 @@ _MEDIA_WORDS = frozenset({"music", "song", "volume", "play", "track", "album", "
 _EVERY = re.compile(r"\b(?:all|every|each|both)\b")
 
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
+# "How warm is it?" asks for the temperature (as HA's own sentences for it do); "warm"
+# alone need not ("a warm white light").
+_TEMPERATURE_QUESTION = re.compile(r"\bhow (?:hot|warm|cold|cool|chilly)\b")
 
 
 def _stem(word: str) -> str:
@@ -171,6 +174,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
         text = re.sub(r"\b(in )?here\b", f"in the {here.lower()}", text)
     # "Play The Office on the TV": a title names no area, kind or device; what follows it does.
     text = _TITLE.sub("play", text)
+    text = _TEMPERATURE_QUESTION.sub("how is the temperature", text)
     for word, kind in _SYNONYMS.items():
         text = re.sub(rf"\b{word}s?\b", kind, text)
     entities = tuple(entities)
