@@ -95,9 +95,10 @@ class Timings:
     """Figures of one generation, as far as the engine reports them.
 
     `decoded_tokens` are the tokens the model sampled; `forced_tokens` are output tokens a
-    grammar left no choice about, appended without sampling (embedded engine only). The
-    output is both together. `grammar_seconds` is the part of the decoding time spent on
-    the grammar (embedded engine only).
+    grammar left no choice about, appended without sampling (the embedded engine, and a
+    server whose prompt BotPsy renders: it sends them back as prompt). The output is both
+    together. `grammar_seconds` is the part of the decoding time spent on the grammar
+    (embedded engine only).
     """
 
     prompt_tokens: int = 0
