@@ -32,6 +32,7 @@ from . import report as reports
 from .e2e import (
     EXPECT,
     REQUEST,
+    WARM_PER_RUN,
     WARMUP_REQUEST,
     AgentBench,
     Sample,
@@ -192,6 +193,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             "file_mb": round((meta.file_size or 0) / 2**20, 1),
             "threads": args.threads,
             "runs": args.runs,
+            "warm_requests_per_run": WARM_PER_RUN,
             "cpu_count": os.cpu_count(),
             "load_average": round(os.getloadavg()[0], 2),
             "ha_version": ha_version,
@@ -210,7 +212,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     options = context["engine_options"]
     if context.get("floor_input") is not None:
         log.warning("Engine floor (llama.cpp alone)")
-        floor = await asyncio.to_thread(measure_floor, str(model), options, context["floor_input"], args.runs)
+        floor = await asyncio.to_thread(
+            measure_floor, str(model), options, context["floor_input"], args.runs * WARM_PER_RUN
+        )
         report["floor"] = floor
         report["engine_floor_s"] = floor["engine_floor_s"]
         report["engine_floor_batched_s"] = floor["engine_floor_batched_s"]

@@ -23,7 +23,7 @@ HEADLINE = (
     ("decoded_tokens_constrained", "call tokens sampled under the grammar"),
     ("decoded_tokens_forced", "call tokens forced by the grammar"),
     ("decoded_tokens_unconstrained", "call tokens decoded freely (tokens of the call text)"),
-    ("event_loop_max_stall_ms", "event loop: largest lateness of a 5 ms sleep (ms), median of runs"),
+    ("event_loop_max_stall_ms", "event loop: largest lateness of a 5 ms sleep (ms), median of warm requests"),
     ("event_loop_worst_stall_ms_anywhere", "event loop: worst stall in any warm request of the run (goal <= 20)"),
     ("scaling_ratio_warm", "warm latency, largest / smallest generated home (goal <= 1.2)"),
     ("warm_ok", "warm requests that turned the light off"),
@@ -79,7 +79,7 @@ DEFINITIONS = """\
   token count of the same call text, what free decoding needs. "Call" is the warm request's
   output, whatever it is: if the model answered in text (`warm_acted` 0), that text.
 - **event_loop_max_stall_ms**: while the warm request runs, a task on HA's event loop sleeps
-  5 ms in a loop; the largest lateness of a wake-up (median over runs; the worst is kept
+  5 ms in a loop; the largest lateness of a wake-up (median over warm requests; the worst is kept
   too, `event_loop_worst_stall_ms`); `event_loop_worst_stall_ms_anywhere` is the worst of
   every warm request of the run: both engines, the tiny models and every home size.
 - **scaling**: generated homes (tests/core/sample_home.generated_home) of 25, 100 and 1,000
@@ -128,7 +128,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"# BotPsy end to end: {meta['model']} ({meta['architecture']}, {meta['file_mb']} MB)",
         "",
         f"{meta['threads']} threads, {meta['cpu_count']} CPUs (load average {meta['load_average']} at the start, "
-        f"{meta.get('load_average_end', '-')} at the end), medians of {meta['runs']} runs, "
+        f"{meta.get('load_average_end', '-')} at the end), medians of {meta['runs']} runs "
+        f"({meta['runs'] * meta.get('warm_requests_per_run', 1)} warm requests), "
         f"Home Assistant {meta['ha_version']}, {meta['seconds']:.0f} s in all.",
         "",
         *headline(report),
