@@ -160,6 +160,7 @@ async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
                 "rss_mb": bench.rss_mb(),
                 "event_loop_max_stall_ms": figures["event_loop_max_stall_ms"],
                 "event_loop_worst_stall_ms": figures["event_loop_worst_stall_ms"],
+                "gc_worst_pause_ms": figures["gc_worst_pause_ms"],
                 "warm_ok": figures["warm_ok"],
                 "warm_acted": figures["warm_acted"],
                 "warm_errors": figures["warm_errors"],
@@ -269,6 +270,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         if smallest.get("warm_latency_s") and largest.get("warm_latency_s"):
             report["scaling_ratio_warm"] = round(largest["warm_latency_s"] / smallest["warm_latency_s"], 3)
     report["event_loop_worst_stall_ms_anywhere"] = worst_stall(report)
+    report["gc_worst_pause_ms_anywhere"] = worst_stall(report, "gc_worst_pause_ms")
     caveats += outcome_caveats(report)
     report["meta"]["first_round_forced_to_call"] = args.force_call
     if args.force_call:
@@ -293,12 +295,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def worst_stall(report: dict[str, Any]) -> float | None:
-    """The event loop's largest stall in any warm request of the run (every engine, home
-    and model)."""
+def worst_stall(report: dict[str, Any], key: str = "event_loop_worst_stall_ms") -> float | None:
+    """The event loop's largest stall (or, by `key`, garbage collection) in any warm
+    request of the run (every engine, home and model)."""
     parts = [report, report.get("remote") or {}]
     parts += list((report.get("prefix_reuse") or {}).values()) + list((report.get("scaling") or {}).values())
-    stalls = [p["event_loop_worst_stall_ms"] for p in parts if p.get("event_loop_worst_stall_ms") is not None]
+    stalls = [p[key] for p in parts if p.get(key) is not None]
     return max(stalls, default=None)
 
 

@@ -45,6 +45,7 @@ class Sample:
     ok: bool
     reply: str
     stall_ms: float | None = None
+    gc_ms: float | None = None  # the longest garbage collection during the request
     error: str | None = None
 
     @property
@@ -194,6 +195,7 @@ class AgentBench:
             ok,
             reply,
             stall_ms=1000 * stall.max_late_s if probe else None,
+            gc_ms=stall.worst_collection_ms if probe else None,
             error=error,
         )
 
@@ -363,4 +365,6 @@ def _warm_figures(samples: list[Sample]) -> dict[str, Any]:
         "grammar_bytes": median([g.grammar_bytes for g in firsts], 1),
         "event_loop_max_stall_ms": median([s.stall_ms for s in warms], 2),
         "event_loop_worst_stall_ms": round(max((s.stall_ms or 0.0) for s in warms), 2) if warms else None,
+        "warm_latencies_s": [round(s.latency_s, 4) for s in warms],
+        "gc_worst_pause_ms": round(max((s.gc_ms or 0.0) for s in warms), 2) if warms else None,
     }

@@ -25,6 +25,7 @@ HEADLINE = (
     ("decoded_tokens_unconstrained", "call tokens decoded freely (tokens of the call text)"),
     ("event_loop_max_stall_ms", "event loop: largest lateness of a 5 ms sleep (ms), median of warm requests"),
     ("event_loop_worst_stall_ms_anywhere", "event loop: worst stall in any warm request of the run (goal <= 20)"),
+    ("gc_worst_pause_ms_anywhere", "Python's garbage collector: its longest pause in any warm request"),
     ("scaling_ratio_warm", "warm latency, largest / smallest generated home (goal <= 1.2)"),
     ("warm_ok", "warm requests that turned the light off"),
     ("warm_acted", "warm requests where a service ran"),
@@ -82,6 +83,9 @@ DEFINITIONS = """\
   5 ms in a loop; the largest lateness of a wake-up (median over warm requests; the worst is kept
   too, `event_loop_worst_stall_ms`); `event_loop_worst_stall_ms_anywhere` is the worst of
   every warm request of the run: both engines, the tiny models and every home size.
+  Garbage collection stops the loop too: the harness collects its own garbage before each
+  measured request (resetting a home rewrites all its states), and the longest collection
+  that still ran during one is `gc_worst_pause_ms` (`gc_worst_pause_ms_anywhere`).
 - **scaling**: generated homes (tests/core/sample_home.generated_home) of 25, 100 and 1,000
   exposed entities, "Turn off the kitchen ceiling light" after "Turn on the bedroom lamp":
   prompt tokens and grammar bytes of the request the engine received, warm latency, and the
