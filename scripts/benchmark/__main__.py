@@ -42,7 +42,7 @@ from .e2e import (
 from .engines import engine_figures
 from .floor import FloorInput, measure_floor
 from .homes import DEMO_HOME, generated_mapping
-from .server import LlamaServer, llama_server
+from .server import SAME_SOURCE, LlamaServer, llama_server, same_source_llama_server
 
 SIZES = (25, 100, 1000)
 SCALING_REQUEST = "Turn off the kitchen ceiling light"
@@ -203,6 +203,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     context: dict[str, Any] = {}
     caveats: list[str] = []
     log = logging.getLogger("bench")
+    # Built (once) before anything is measured.
+    binary = args.llama_server
+    if binary == SAME_SOURCE and not args.skip_remote:
+        binary = await asyncio.to_thread(same_source_llama_server)
+    report["meta"]["llama_server"] = binary
 
     log.warning("End to end, embedded engine, demo home")
     embedded = await embedded_demo(model, args, context)
@@ -241,7 +246,13 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         args.out.mkdir(parents=True, exist_ok=True)
         template_file.write_text(fallback_template(meta.architecture))
         report["meta"]["llama_server_chat_template"] = "BotPsy's fallback for the architecture (the GGUF has none)"
-    server_options = (options["n_threads"], options["n_ctx"], options["n_batch"], template_file)
+    server_options = (
+        options["n_threads"],
+        options["n_ctx"],
+        options["n_batch"],
+        template_file,
+        report["meta"]["llama_server"],
+    )
     if not args.skip_remote:
         log.warning("End to end, llama-server")
         async with llama_server(model, *server_options) as server:
@@ -338,6 +349,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
     parser.add_argument("--skip-remote", action="store_true", help="no llama-server figures")
+    parser.add_argument(
+        "--llama-server",
+        default=SAME_SOURCE,
+        help=f"the llama-server binary for the remote figures, e.g. llama-server (Debian's, on PATH); default: "
+        f"{SAME_SOURCE}, built from the embedded engine's llama.cpp sources (cached; minutes the first time)",
+    )
     parser.add_argument("--skip-scaling", action="store_true", help="no generated homes")
     parser.add_argument("--skip-prefix-reuse", action="store_true", help="no tiny-model prompt reuse figures")
     parser.add_argument("--skip-engine", action="store_true", help="no engine-level rates")

@@ -1,4 +1,12 @@
-"""llama-server as a child process, for the remote engine's figures."""
+"""llama-server as a child process, for the remote engine's figures.
+
+By default the bench runs a llama-server built from the same llama.cpp sources as the
+embedded engine (llama-cpp-python's sdist, pinned in scripts/engine/build.py), so that the
+remote figures differ from the embedded ones by BotPsy's remote path, not by two builds of
+llama.cpp: Debian's llama-server (scripts/setup's, for the tests) is another release,
+built for every CPU level, and on this project's 2-core machine it evaluated prompts
+about 40 % slower than the embedded engine (99 against 162 tokens/s, `llama-bench`).
+"""
 
 from __future__ import annotations
 
@@ -12,18 +20,55 @@ import subprocess
 
 import aiohttp
 
+from scripts.engine.build import VERSION, default_cache, extract, fetch_sdist, log
+
+# --llama-server's default: llama-server built from the embedded engine's llama.cpp.
+SAME_SOURCE = "same-source"
+
+
+def same_source_llama_server() -> str:
+    """llama-server built from llama-cpp-python's vendored llama.cpp for this machine
+    (cached; several minutes on 2 cores the first time, an interrupted build goes on
+    where it stopped); returns the binary."""
+    cache = default_cache()
+    build = cache / f"llama-server-{VERSION}"
+    binary = build / "bin" / "llama-server"
+    if binary.exists():
+        return str(binary)
+    source = extract(fetch_sdist(cache), cache) / "vendor" / "llama.cpp"
+    log(f"building llama-server from llama-cpp-python {VERSION}'s llama.cpp (several minutes, once)")
+    flags = ["-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_CURL=OFF"]
+    build.mkdir(parents=True, exist_ok=True)
+    output = build / "build.log"
+    with output.open("w") as stream:
+        for step in (
+            ["cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release", *flags],
+            ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+        ):
+            if subprocess.run(step, stdout=stream, stderr=subprocess.STDOUT, check=False).returncode:
+                raise SystemExit(f"Building llama-server failed ({' '.join(step[:2])}); see {output}")
+    return str(binary)
+
 
 class LlamaServer:
     """One llama-server on a local port; `async_restart` empties every cache it has."""
 
-    def __init__(self, model: Path, threads: int, n_ctx: int, n_batch: int, chat_template: Path | None = None) -> None:
-        binary = shutil.which("llama-server")
-        if binary is None:
-            raise SystemExit("llama-server not found (scripts/setup installs it)")
+    def __init__(
+        self,
+        model: Path,
+        threads: int,
+        n_ctx: int,
+        n_batch: int,
+        chat_template: Path | None = None,
+        binary: str = "llama-server",
+    ) -> None:
+        found = shutil.which(binary)
+        if found is None:
+            raise SystemExit(f"{binary} not found (scripts/setup installs llama-server)")
         self.port = 18000 + os.getpid() % 1000
         self.url = f"http://127.0.0.1:{self.port}"
         self._command = [
-            binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-c", str(n_ctx),
+            found, "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-c", str(n_ctx),
             "-b", str(n_batch), "-ub", str(n_batch), "-np", "1", "-t", str(threads), "--no-webui",
         ]  # fmt: skip
         if chat_template is not None:
@@ -60,11 +105,11 @@ class LlamaServer:
 
 @asynccontextmanager
 async def llama_server(
-    model: Path, threads: int, n_ctx: int, n_batch: int, chat_template: Path | None = None
+    model: Path, threads: int, n_ctx: int, n_batch: int, chat_template: Path | None = None, binary: str = "llama-server"
 ) -> AsyncIterator[LlamaServer]:
-    """llama-server on `model`; `chat_template` (a file) replaces the model's, e.g. for a GGUF
-    without one, so the server renders what the embedded engine renders."""
-    server = LlamaServer(model, threads, n_ctx, n_batch, chat_template)
+    """llama-server (`binary`) on `model`; `chat_template` (a file) replaces the model's, e.g.
+    for a GGUF without one, so the server renders what the embedded engine renders."""
+    server = LlamaServer(model, threads, n_ctx, n_batch, chat_template, binary)
     await server.async_start()
     try:
         yield server
