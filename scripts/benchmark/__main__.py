@@ -40,7 +40,7 @@ from .e2e import (
     async_warm_only,
 )
 from .engines import engine_figures
-from .floor import FloorInput, measure_floor
+from .floor import Floor, FloorInput
 from .homes import DEMO_HOME, generated_mapping
 from .server import SAME_SOURCE, LlamaServer, llama_server, same_source_llama_server
 
@@ -66,19 +66,24 @@ async def home_with_agent(
             yield AgentBench(hass, home, fixture, agent, force_call=force_call)
 
 
-async def write_warm_prompt(bench: AgentBench, warms: list[Sample], path: Path) -> FloorInput | None:
-    """The last warm request's prompt, split where its user turn starts, and its output, for
-    reading; returns what the engine floor is measured on."""
+def write_warm_prompt(task: FloorInput, path: Path) -> None:
+    """A warm request's prompt, split where its user turn starts, and its output, for reading."""
+    prompt, start = task.prompt, task.user_turn_start
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"{prompt[:start]}\n<<<---- user turn (after the cached prefix) ---->>>\n{prompt[start:]}"
+        f"\n<<<---- generated ---->>>\n{task.call_text}\n"
+    )
+
+
+async def floor_input(bench: AgentBench, warms: list[Sample]) -> FloorInput | None:
+    """The last warm request, as the engine floor is measured on it: its prompt, where its
+    cached prefix and its words start, and its output."""
     last = warms[-1].first if warms else None
     if last is None or not last.request.prompt:
         return None
     prompt = last.request.prompt
     start = await bench.async_user_turn_start(last, REQUEST)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"{prompt[:start]}\n<<<---- user turn (after the cached prefix) ---->>>\n{prompt[start:]}"
-        f"\n<<<---- generated ---->>>\n{last.text}\n"
-    )
     request = last.request
     # The words as they are in the prompt (after the last "Request:" label, if any).
     words_start = prompt.rfind(REQUEST)
@@ -95,17 +100,35 @@ async def write_warm_prompt(bench: AgentBench, warms: list[Sample], path: Path) 
 
 
 async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
-    """Cold and warm on the demo home, then prompt reuse of the tiny models on the same home."""
+    """Cold and warm on the demo home, the engine floor of the warm request between the
+    runs, then prompt reuse of the tiny models on the same home."""
     async with home_with_agent(DEMO_HOME, model, None, args.threads, args.force_call) as bench:
-        figures, warms = await async_measure_requests(bench, args.runs, bench.async_reload)
-        figures["worker_rss_mb"] = bench.rss_mb()
         data = bench.entry_data
-        result["engine_options"] = {
+        options = {
             "n_ctx": int(data[CONF_N_CTX]),
             "n_batch": int(data[CONF_N_BATCH]),
             "n_threads": int(data[CONF_N_THREADS]),
         }
-        result["floor_input"] = await write_warm_prompt(bench, warms, args.out / "warm_prompt_embedded.txt")
+        result["engine_options"] = options
+        floor: Floor | None = None
+
+        async def measure_floor(warms: list[Sample]) -> None:
+            nonlocal floor
+            if floor is None and (task := await floor_input(bench, warms)) is not None:
+                logging.getLogger("bench").warning("Engine floor (llama.cpp alone), between the runs")
+                floor = await asyncio.to_thread(Floor, str(model), options, task)
+            if floor is not None:
+                await asyncio.to_thread(floor.measure, WARM_PER_RUN)
+
+        try:
+            figures, warms = await async_measure_requests(bench, args.runs, bench.async_reload, after_run=measure_floor)
+        finally:
+            if floor is not None:
+                result["floor"] = floor.figures()
+                floor.close()
+        figures["worker_rss_mb"] = bench.rss_mb()
+        if (last := await floor_input(bench, warms)) is not None:
+            write_warm_prompt(last, args.out / "warm_prompt_embedded.txt")
         if not args.skip_prefix_reuse:
             await bench.async_remove()
             result["prefix_reuse"] = await prefix_reuse(bench, model, figures, args)
@@ -176,7 +199,8 @@ async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str
             await bench.async_reload()
 
         figures, warms = await async_measure_requests(bench, args.runs, restart)
-        await write_warm_prompt(bench, warms, args.out / "warm_prompt_llama_server.txt")
+        if (last := await floor_input(bench, warms)) is not None:
+            write_warm_prompt(last, args.out / "warm_prompt_llama_server.txt")
     return figures
 
 
@@ -216,11 +240,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         report["prefix_reuse"] = context["prefix_reuse"]
 
     options = context["engine_options"]
-    if context.get("floor_input") is not None:
-        log.warning("Engine floor (llama.cpp alone)")
-        floor = await asyncio.to_thread(
-            measure_floor, str(model), options, context["floor_input"], args.runs * WARM_PER_RUN
-        )
+    if (floor := context.get("floor")) is not None:
         report["floor"] = floor
         report["engine_floor_s"] = floor["engine_floor_s"]
         report["engine_floor_batched_s"] = floor["engine_floor_batched_s"]

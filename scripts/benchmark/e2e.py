@@ -275,7 +275,12 @@ def _finished(samples: Sequence[Sample]) -> list[Sample]:
 
 
 async def async_measure_requests(
-    bench: AgentBench, runs: int, restart: Callable[[], Awaitable[None]], *, cold: bool = True
+    bench: AgentBench,
+    runs: int,
+    restart: Callable[[], Awaitable[None]],
+    *,
+    cold: bool = True,
+    after_run: Callable[[list[Sample]], Awaitable[None]] | None = None,
 ) -> tuple[dict[str, Any], list[Sample]]:
     """Cold and warm end-to-end latency of REQUEST on the demo home, medians of `runs`
     (WARM_PER_RUN warm requests each).
@@ -283,6 +288,8 @@ async def async_measure_requests(
     Cold: the first request after the engine loaded (the entry is reloaded, or the server
     restarted, before every run after the first). Warm: the same request right after a
     different one (WARMUP_REQUEST) warmed the cache. The home is reset before each.
+    `after_run` is awaited after each run with the warm requests so far (the floor is
+    measured there, between runs).
     """
     colds: list[Sample] = []
     warms: list[Sample] = []
@@ -293,6 +300,8 @@ async def async_measure_requests(
             await bench.async_reset()
             colds.append(await bench.async_ask(REQUEST, expect=EXPECT))
         warms += [await _async_warm(bench, REQUEST, WARMUP_REQUEST, EXPECT) for _ in range(WARM_PER_RUN)]
+        if after_run is not None:
+            await after_run(warms)
     result = _warm_figures(warms)
     if colds:
         cold_outcome = _outcomes(colds)

@@ -61,7 +61,7 @@ class RawModel:
     def close(self) -> None:
         self.llm.close()
 
-    def _evaluated(self, tokens: list[int]) -> llama_cpp.LlamaState:
+    def evaluated(self, tokens: list[int]) -> llama_cpp.LlamaState:
         """The state after evaluating `tokens` on an empty memory (restored before each run)."""
         self.model.clear()
         self.llm.eval(tokens)
@@ -78,7 +78,7 @@ class RawModel:
             shared += 1
         return tokens, min(shared, len(tokens) - 1)
 
-    def _prefill_seconds(self, state: llama_cpp.LlamaState, rest: list[int], task: FloorInput) -> float:
+    def prefill_seconds(self, state: llama_cpp.LlamaState, rest: list[int], task: FloorInput) -> float:
         """`rest` evaluated on `state` until the first token is sampled."""
         self.llm.load_state(state)
         started = time.perf_counter()
@@ -86,69 +86,101 @@ class RawModel:
             break
         return time.perf_counter() - started
 
-    def _batch_seconds(self, state: llama_cpp.LlamaState, tokens: list[int]) -> float:
+    def batch_seconds(self, state: llama_cpp.LlamaState, tokens: list[int]) -> float:
         """`tokens` evaluated as one batch on `state`."""
         self.llm.load_state(state)
         started = time.perf_counter()
         self.llm.eval(tokens)
         return time.perf_counter() - started
 
-    def measure(self, task: FloorInput, runs: int) -> dict[str, Any]:
-        tokens, cached = self.split(task.prompt, task.user_turn_start)
-        _tokens, before_words = self.split(task.prompt, task.words_start)
-        call_tokens = self.llm.tokenize(task.call_text.encode(), add_bos=False, special=True) if task.call_text else []
-        choices = min(task.choice_tokens, len(call_tokens))
-        fixed = call_tokens[: len(call_tokens) - choices]
+
+class Floor:
+    """The floor of one warm request, on llama.cpp loaded once and measured a few runs at a
+    time: the bench alternates them with the warm requests they are the floor of, so both
+    see the machine alike (on a shared 2-core machine its speed drifts by a fifth within
+    minutes, and a ratio of two figures taken minutes apart drifts with it)."""
+
+    def __init__(self, model_path: str, options: dict[str, int], task: FloorInput) -> None:
+        self.task = task
+        self.raw = raw = RawModel(model_path, options)
+        self.tokens, self.cached = raw.split(task.prompt, task.user_turn_start)
+        _tokens, self.before_words = raw.split(task.prompt, task.words_start)
+        self.call_tokens = (
+            raw.llm.tokenize(task.call_text.encode(), add_bos=False, special=True) if task.call_text else []
+        )
+        self.choices = min(task.choice_tokens, len(self.call_tokens))
+        self.fixed = self.call_tokens[: len(self.call_tokens) - self.choices]
+        self._prefix_state = raw.evaluated(self.tokens[: self.cached])
+        self._before_words_state = raw.evaluated(self.tokens[: self.before_words])
+        self._prompt_state = raw.evaluated(self.tokens) if self.call_tokens else None
+        self._samples: dict[str, list[float]] = {}
+        # Once, not counted: the first pass after loading pays for paging the weights in.
+        self.measure(1)
+        self._samples = {}
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def measure(self, runs: int) -> None:
+        """`runs` more measurements of every part (blocking: run it outside the event loop)."""
+        raw, task, tokens, samples = self.raw, self.task, self.tokens, self._samples
         # Free decoding long enough for a stable per-token median.
-        steps = max(len(call_tokens), 24)
-        prefill, per_token, batched, words_prefill, fixed_batched = [], [], [], [], []
-        prefix_state = self._evaluated(tokens[:cached])
-        before_words_state = self._evaluated(tokens[:before_words])
-        prompt_state = self._evaluated(tokens) if call_tokens else None
+        steps = max(len(self.call_tokens), 24)
         for _ in range(runs):
-            self.llm.load_state(prefix_state)
+            raw.llm.load_state(self._prefix_state)
             stamps = []
             started = time.perf_counter()
-            for _token in self.llm.generate(
-                tokens[cached:], reset=False, temp=task.temperature, top_k=task.top_k, top_p=task.top_p
+            for _token in raw.llm.generate(
+                tokens[self.cached :], reset=False, temp=task.temperature, top_k=task.top_k, top_p=task.top_p
             ):
                 stamps.append(time.perf_counter())
                 if len(stamps) > steps:
                     break
-            prefill.append(stamps[0] - started)
-            per_token.append(statistics.median(b - a for a, b in itertools.pairwise(stamps)))
-            words_prefill.append(self._prefill_seconds(before_words_state, tokens[before_words:], task))
-            if prompt_state is not None:
+            samples.setdefault("prefill", []).append(stamps[0] - started)
+            samples.setdefault("per_token", []).append(statistics.median(b - a for a, b in itertools.pairwise(stamps)))
+            samples.setdefault("words_prefill", []).append(
+                raw.prefill_seconds(self._before_words_state, tokens[self.before_words :], task)
+            )
+            if self._prompt_state is not None:
                 # The call's tokens evaluated as one batch on the prompt (what forced text could cost).
-                batched.append(self._batch_seconds(prompt_state, call_tokens))
-                fixed_batched.append(self._batch_seconds(prompt_state, fixed) if fixed else 0.0)
-        prefill_s = statistics.median(prefill)
-        token_s = statistics.median(per_token)
-        words_prefill_s = statistics.median(words_prefill)
-        fixed_s = statistics.median(fixed_batched) if fixed_batched else 0.0
+                samples.setdefault("batched", []).append(raw.batch_seconds(self._prompt_state, self.call_tokens))
+                samples.setdefault("fixed_batched", []).append(
+                    raw.batch_seconds(self._prompt_state, self.fixed) if self.fixed else 0.0
+                )
+
+    def figures(self) -> dict[str, Any]:
+        """Medians of every measurement so far."""
+        samples = self._samples
+        prefill_s = statistics.median(samples["prefill"])
+        token_s = statistics.median(samples["per_token"])
+        words_prefill_s = statistics.median(samples["words_prefill"])
+        fixed_s = statistics.median(samples["fixed_batched"]) if samples.get("fixed_batched") else 0.0
+        calls = len(self.call_tokens)
         return {
-            "prompt_tokens": len(tokens),
-            "stable_prefix_tokens": cached,
-            "user_turn_tokens": len(tokens) - cached,
-            "call_tokens": len(call_tokens),
+            "prompt_tokens": len(self.tokens),
+            "stable_prefix_tokens": self.cached,
+            "user_turn_tokens": len(self.tokens) - self.cached,
+            "call_tokens": calls,
+            "runs": len(samples["prefill"]),
             "prefill_s": round(prefill_s, 4),
             "decode_token_s": round(token_s, 5),
-            "decode_s": round(len(call_tokens) * token_s, 4),
-            "batched_call_s": round(statistics.median(batched), 4) if batched else None,
-            "engine_floor_s": round(prefill_s + len(call_tokens) * token_s, 4),
-            "words_tokens": len(tokens) - before_words,
+            "decode_s": round(calls * token_s, 4),
+            "batched_call_s": round(statistics.median(samples["batched"]), 4) if samples.get("batched") else None,
+            "engine_floor_s": round(prefill_s + calls * token_s, 4),
+            "words_tokens": len(self.tokens) - self.before_words,
             "words_prefill_s": round(words_prefill_s, 4),
-            "choice_tokens": choices,
-            "fixed_tokens": len(fixed),
+            "choice_tokens": self.choices,
+            "fixed_tokens": len(self.fixed),
             "fixed_batched_s": round(fixed_s, 4),
-            "engine_floor_batched_s": round(words_prefill_s + choices * token_s + fixed_s, 4),
+            "engine_floor_batched_s": round(words_prefill_s + self.choices * token_s + fixed_s, 4),
         }
 
 
 def measure_floor(model_path: str, options: dict[str, int], task: FloorInput, runs: int) -> dict[str, Any]:
-    """The floor of `task` (blocking: run it outside the event loop)."""
-    model = RawModel(model_path, options)
+    """The floor of `task`, `runs` times at a go (blocking: run it outside the event loop)."""
+    floor = Floor(model_path, options, task)
     try:
-        return model.measure(task, runs)
+        floor.measure(runs)
+        return floor.figures()
     finally:
-        model.close()
+        floor.close()

@@ -55,11 +55,13 @@ DEFINITIONS = """\
   restarted, before each run). **Warm**: the same request right after a different one
   ("Turn on the bedroom lamp") warmed the cache.
 - **Engine floor**: same model, same run, no Home Assistant, in-process llama.cpp with the
-  worker's load options: the stable prefix evaluated first (not timed), then the user turn's
-  tokens evaluated on top of it until the first token is sampled (`prefill_s`), plus the call
-  decoded one token at a time: tokens of the warm request's call text x the median time of
-  one free-decoding step (evaluate + sample, the request's sampling settings). Decoding those
-  tokens as a batch (what forced text could cost at best) is shown as `batched_call_s`.
+  worker's load options, measured between the runs of warm requests (as many times as there
+  are warm requests), so that both see the machine alike: the stable prefix evaluated first
+  (not timed), then the user turn's tokens evaluated on top of it until the first token is
+  sampled (`prefill_s`), plus the call decoded one token at a time: tokens of the warm
+  request's call text x the median time of one free-decoding step (evaluate + sample, the
+  request's sampling settings). Decoding those tokens as a batch (what forced text could
+  cost at best) is shown as `batched_call_s`.
   `ratio_warm_to_floor` = warm latency / engine floor.
 - **Batched engine floor** (`engine_floor_batched_s`): what llama.cpp could do if it knew
   everything before the user's words and the call's fixed text: the utterance's own tokens
