@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 import json
 import logging
@@ -111,21 +112,25 @@ async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str,
         }
         result["engine_options"] = options
         floor: Floor | None = None
+        # One thread for all of the floor's llama.cpp calls (see Floor).
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-floor")
+        loop = asyncio.get_running_loop()
 
         async def measure_floor(warms: list[Sample]) -> None:
             nonlocal floor
             if floor is None and (task := await floor_input(bench, warms)) is not None:
                 logging.getLogger("bench").warning("Engine floor (llama.cpp alone), between the runs")
-                floor = await asyncio.to_thread(Floor, str(model), options, task)
+                floor = await loop.run_in_executor(thread, Floor, str(model), options, task)
             if floor is not None:
-                await asyncio.to_thread(floor.measure, WARM_PER_RUN)
+                await loop.run_in_executor(thread, floor.measure, WARM_PER_RUN)
 
         try:
             figures, warms = await async_measure_requests(bench, args.runs, bench.async_reload, after_run=measure_floor)
         finally:
             if floor is not None:
                 result["floor"] = floor.figures()
-                floor.close()
+                await loop.run_in_executor(thread, floor.close)
+            thread.shutdown()
         figures["worker_rss_mb"] = bench.rss_mb()
         if (last := await floor_input(bench, warms)) is not None:
             write_warm_prompt(last, args.out / "warm_prompt_embedded.txt")

@@ -98,7 +98,13 @@ class Floor:
     """The floor of one warm request, on llama.cpp loaded once and measured a few runs at a
     time: the bench alternates them with the warm requests they are the floor of, so both
     see the machine alike (on a shared 2-core machine its speed drifts by a fifth within
-    minutes, and a ratio of two figures taken minutes apart drifts with it)."""
+    minutes, and a ratio of two figures taken minutes apart drifts with it).
+
+    Every call must come from one thread: llama.cpp's CPU backend runs on OpenMP, whose
+    threads belong to the thread that calls it. Called from another one, llama.cpp got a
+    second set of threads while the first still spun, and a decoding step took 40 % longer
+    (40 ms instead of 26) from then on.
+    """
 
     def __init__(self, model_path: str, options: dict[str, int], task: FloorInput) -> None:
         self.task = task
