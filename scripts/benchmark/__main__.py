@@ -152,7 +152,14 @@ async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args
     with tempfile.TemporaryDirectory(prefix="botpsy-bench-models-") as folder:
         for label, arch in (("transformer", "qwen3"), ("swa", None), ("hybrid", "qwen35")):
             if arch is None and swa_model.resolve() == model.resolve():
-                keys = ("prompt_tokens_evaluated_warm", "user_turn_tokens", "warm_latency_s", "warm_ok", "warm_acted")
+                keys = (
+                    "prompt_tokens_evaluated_warm",
+                    "user_turn_tokens",
+                    "user_words_tokens",
+                    "warm_latency_s",
+                    "warm_ok",
+                    "warm_acted",
+                )
                 found[label] = {
                     "model": "gemma-3-270m (the benchmarked model)",
                     "prompt_tokens": main.get("prompt_tokens_warm"),

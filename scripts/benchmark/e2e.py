@@ -345,7 +345,9 @@ async def async_warm_only(
     result = _warm_figures(warms)
     firsts = [s.first for s in _finished(warms) if s.first]
     if firsts:
-        result["user_turn_tokens"] = (await bench.async_user_turn_tokens(firsts[-1], request))[0]
+        result["user_turn_tokens"], result["user_words_tokens"] = await bench.async_user_turn_tokens(
+            firsts[-1], request
+        )
     return result, _finished(warms)
 
 

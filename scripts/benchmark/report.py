@@ -159,7 +159,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", "## Prompt reuse by architecture (warm request, demo home)", ""]
         archs = report["prefix_reuse"]
         keys = [
-            "model", "prompt_tokens", "prompt_tokens_evaluated_warm", "user_turn_tokens", "warm_latency_s", "warm_ok",
+            "model", "prompt_tokens", "prompt_tokens_evaluated_warm", "user_turn_tokens", "user_words_tokens",
+            "warm_latency_s", "warm_ok",
         ]  # fmt: skip
         lines += _table(["figure", *archs], [[k, *(archs[a].get(k) for a in archs)] for k in keys])
     if report.get("scaling"):
