@@ -58,7 +58,7 @@ from .core.chat_template import ChatTemplate, neutralize
 from .core.engine import Engine, GenerateRequest
 from .core.errors import EngineError
 from .core.formats import CallFormat
-from .core.grammar import compile_grammar
+from .core.grammar import compile_grammar, said_spans
 from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later_turn
 from .core.requested import NAMES_NOTHING, Named
 from .core.shortlist import SMALL_HOME
@@ -296,9 +296,13 @@ class PromptBuilder:
         if with_tools:
             tools += toolbox.others_for_request(entity_ids, named, read_only=read_only)
         allow_text = not (must_call and tools)
-        grammar = compile_grammar(tuple(tools), fmt, allow_text=allow_text) if constrained and offered else None
-        conversation_id = chat_log.conversation_id
         users = [c for c in chat_log.content if isinstance(c, conversation.UserContent)]
+        # Free text a call carries is said by the user, in this turn or the two before it.
+        said = said_spans([c.content for c in users[-3:]])
+        grammar = (
+            compile_grammar(tuple(tools), fmt, allow_text=allow_text, said=said) if constrained and offered else None
+        )
+        conversation_id = chat_log.conversation_id
         turn = users[-1] if users else None
         if turn is not None and self._conversations.user_text(conversation_id, turn) is None:
             # Fixed for the turn's rounds and for later turns, so each prompt extends the

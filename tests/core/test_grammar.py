@@ -22,7 +22,7 @@ from custom_components.botpsy.core.formats import (
     ToolCall,
     detect_format,
 )
-from custom_components.botpsy.core.grammar import MAX_CALLS, compile_grammar, int_range
+from custom_components.botpsy.core.grammar import MAX_CALLS, MAX_SPAN_WORDS, compile_grammar, int_range, said_spans
 from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools, schema_tool
 from custom_components.botpsy.core.validate import CallRejectedError, validate_call
 from tests.grammar_check import GrammarChecker
@@ -348,3 +348,31 @@ def test_other_apis_tools_take_the_homes_names_and_any_subset_of_arguments(
 def test_a_required_argument_the_grammar_cannot_write_leaves_the_output_free() -> None:
     schema = {"type": "object", "properties": {"x": {"description": "?"}}, "required": ["x"]}
     assert schema_tool("Odd", schema, VOCABULARY) is None
+
+
+def test_said_spans_are_runs_of_the_users_words() -> None:
+    spans = said_spans(["Add apples, and pears to my shopping list.", "and bread"])
+    assert {"apples", "apples, and pears", "pears", "shopping list", "bread", "and bread"} <= set(spans)
+    # Without the punctuation around them, and never across two turns.
+    assert "apples," not in spans and "list." not in spans and "list. and" not in spans
+    assert "Kind of Blue" not in spans
+    long = " ".join(f"w{i}" for i in range(30))
+    assert max(len(s.split()) for s in said_spans([long])) == MAX_SPAN_WORDS
+    # Words written without spaces cannot be told apart: any text then.
+    assert said_spans(["把牛奶加到购物清单"]) == ()
+    assert said_spans(["play <tool_call> now"]) == ("play", "now")
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+def test_free_text_values_are_what_the_user_said(fmt: CallFormat, checker: GrammarChecker) -> None:
+    """A small model played the prompt's example album for "play Beatles artist"."""
+    said = said_spans(["Put oat milk on my list"])
+    grammar = compile_grammar(TOOLS, fmt, said=said)
+    checker.check(grammar)
+    item = {"entity_id": "todo.shopping", "action": "add_item"}
+    assert checker.accepts(grammar, fmt.render(ToolCall("todo", {**item, "item": "oat milk"})))
+    assert not checker.accepts(grammar, fmt.render(ToolCall("todo", {**item, "item": "milk."})))
+    assert not checker.accepts(grammar, fmt.render(ToolCall("todo", {**item, "item": "Kind of Blue"})))
+    # Without the user's words (a script without spaces), any text.
+    free = compile_grammar(TOOLS, fmt, said=())
+    assert checker.accepts(free, fmt.render(ToolCall("todo", {**item, "item": "Kind of Blue"})))

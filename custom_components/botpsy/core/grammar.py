@@ -9,6 +9,7 @@ with the number of entities.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 import re
@@ -25,6 +26,30 @@ _ENUMERATE_UP_TO = 200
 # Calls in one answer: a bound that stops a model from looping (a base model repeats the
 # same call until it runs out of tokens). Free text values are bounded by the formats.
 MAX_CALLS = 4
+# A free-text value said by the user is at most this many of their words.
+MAX_SPAN_WORDS = 10
+# Punctuation around a span of words is not part of what was said ("apples," is "apples").
+_SPAN_EDGES = ".,!?;:\"'()[]{}\u201c\u201d\u2018\u2019\u00ab\u00bb"
+# Scripts written without spaces between words: their words cannot be told apart here.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
+
+
+def said_spans(texts: Sequence[str]) -> tuple[str, ...]:
+    """Every run of up to MAX_SPAN_WORDS consecutive words of `texts` (the user's turns),
+    without the punctuation around it: what a free-text value (a song to play, an item
+    for a list, a search) may be. Empty when the words cannot be told apart (a script
+    without spaces), and then any text is allowed."""
+    spans: dict[str, None] = {}
+    for text in texts:
+        if _UNSPACED.search(text):
+            return ()
+        words = text.split()
+        for first in range(len(words)):
+            for last in range(first + 1, min(first + MAX_SPAN_WORDS, len(words)) + 1):
+                span = " ".join(words[first:last]).strip(_SPAN_EDGES)
+                if span and "<" not in span:  # no tag can begin in a value
+                    spans[span] = None
+    return tuple(spans)
 
 
 def _fill_nines(value: int, count: int) -> int:
@@ -89,11 +114,11 @@ def number_range(low: float | None, high: float | None) -> str:
     return f"( {below} ) {fraction} | {at_top}" if below else at_top
 
 
-def _value(fmt: CallFormat, param: Param) -> str:
+def _value(fmt: CallFormat, param: Param, text_rule: str) -> str:
     if param.type == "enum":
         return " | ".join(fmt.grammar_string(option) for option in param.options)
     if param.type == "string":
-        return fmt.grammar_string(None)
+        return text_rule
     if param.type == "boolean":
         return '"true" | "false"'
     if param.type == "integer":
@@ -159,8 +184,11 @@ def _argument_list(fmt: CallFormat, slots: list[_Slot]) -> str:
     return "( " + " | ".join(f"( {s} )" for s in starts) + " )" if starts else ""
 
 
-def _tool_rules(tools: tuple[Tool, ...], fmt: CallFormat, prefix: str, rules: dict[str, str]) -> list[str]:
-    """A rule per tool for its calls spelled in `fmt` (added to `rules`); their names."""
+def _tool_rules(
+    tools: tuple[Tool, ...], fmt: CallFormat, prefix: str, rules: dict[str, str], text_rule: str
+) -> list[str]:
+    """A rule per tool for its calls spelled in `fmt` (added to `rules`); their names.
+    Free-text values are `text_rule`."""
     names = []
     for tool in tools:
         base = prefix + _rule_name(tool.key)
@@ -182,7 +210,7 @@ def _tool_rules(tools: tuple[Tool, ...], fmt: CallFormat, prefix: str, rules: di
                 arguments.append((None, ACTION, f"{base}-action"))
             for param in params:
                 value = f"{base}-{_rule_name(param.name)}-v{index}"
-                rules[value] = _value(fmt, param)
+                rules[value] = _value(fmt, param, text_rule)
                 arguments.append((param, param.name, value))
             alternatives.append(fmt.grammar_call(tool.name, [_argument_list(fmt, _slots(arguments))]))
         rules[base] = " | ".join(f"( {a} )" for a in alternatives)
@@ -191,7 +219,12 @@ def _tool_rules(tools: tuple[Tool, ...], fmt: CallFormat, prefix: str, rules: di
 
 
 def compile_grammar(
-    tools: tuple[Tool, ...], fmt: CallFormat, *, allow_text: bool = True, max_calls: int = MAX_CALLS
+    tools: tuple[Tool, ...],
+    fmt: CallFormat,
+    *,
+    allow_text: bool = True,
+    max_calls: int = MAX_CALLS,
+    said: Sequence[str] = (),
 ) -> str:
     """The grammar: `answer` text, or up to `max_calls` calls separated by newlines.
 
@@ -199,6 +232,10 @@ def compile_grammar(
     JSON object (the near misses small models write): the parser reads them all, so what
     a model means as a call becomes one, completed with a real function, target, action
     and in-range values. An answer cannot begin like any of them.
+
+    A free-text value (what to play, add to a list, search for) is one of `said`, the
+    spans of the user's words (`said_spans`), where given: a small model otherwise plays
+    the prompt's example album, or an item the user never named. Without them, any text.
     """
     if not tools:
         return f"root ::= answer\n{ANSWER_RULE}\n"
@@ -209,7 +246,12 @@ def compile_grammar(
         spellings.append((JSON_CALLS, (("", ""),)))
     for index, (spelling, wrappers) in enumerate(spellings):
         body = f"body{index}"
-        rules[body] = " | ".join(_tool_rules(tools, spelling, f"s{index}-", rules))
+        text = f"said{index}"  # no tool's rule is named so: theirs begin with s{index}-
+        rules[body] = " | ".join(_tool_rules(tools, spelling, f"s{index}-", rules, text))
+        if text in rules.values():  # a free-text value's rule is just its name
+            rules[text] = (
+                " | ".join(spelling.grammar_string(v) for v in said) if said else spelling.grammar_string(None)
+            )
         for opening, closing in wrappers:
             parts = [*([gbnf_literal(opening)] if opening else []), body, *([gbnf_literal(closing)] if closing else [])]
             wrapped.append(" ".join(parts))
