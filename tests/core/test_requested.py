@@ -194,3 +194,16 @@ def test_names_are_found_in_a_home_bigger_than_the_pattern_cache() -> None:
     named = named_in("turn off the kitchen ceiling light and the attic fan", home)
     assert named.entity_ids == {"light.kitchen_ceiling_light", "fan.attic_fan"}  # not "Attic fan 2"
     assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_ceiling_light", "fan.attic_fan"]
+
+
+def test_cleaning_is_for_a_vacuum() -> None:
+    """The 0.5B answered "clean the first floor" by setting the thermostat and opening curtains."""
+    home = (
+        Entity("vacuum.rover", "Rover", area="Hall", floor="First floor"),
+        Entity("climate.hall", "Thermostat", area="Hall", floor="First floor"),
+        Entity("cover.hall", "Curtain", area="Hall", floor="First floor", device_class="curtain"),
+        Entity("light.kitchen", "Ceiling", area="Kitchen", floor="First floor"),
+    )
+    for request in ("clean the first floor", "start cleaning", "mop the hall"):
+        assert [e.entity_id for e in home if named_in(request, home).fits(e)] == ["vacuum.rover"], request
+    assert named_in("clean the kitchen", home).describe() == "vacuum in the Kitchen"

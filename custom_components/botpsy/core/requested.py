@@ -63,13 +63,25 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "album": _domains("media_player"),
     "playlist": _domains("media_player"),
     "vacuum": _domains("vacuum"),
+    # What a vacuum does names it, as in HA's own sentences ("clean the first floor").
+    "clean": _domains("vacuum"),
+    "cleaning": _domains("vacuum"),
+    "mop": _domains("vacuum"),
     "valve": _domains("valve"),
     "sprinkler": _domains("valve", "switch"),
     "alarm": _domains("alarm_control_panel"),
 }
 _SYNONYMS = {"temp": "temperature", "bulb": "light", "drape": "curtain", "telly": "tv", "hoover": "vacuum"}
 # How a kind is said in a reply when it is not a noun of its own.
-_SAID = {"play": "media player", "music": "media player", "volume": "media player", "temperature": "thermostat"}
+_SAID = {
+    "play": "media player",
+    "music": "media player",
+    "volume": "media player",
+    "temperature": "thermostat",
+    "clean": "vacuum",
+    "cleaning": "vacuum",
+    "mop": "vacuum",
+}
 
 
 # Kinds said of what plays, not of a device: the player meant is the one playing.
