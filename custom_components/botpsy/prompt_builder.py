@@ -297,11 +297,11 @@ class PromptBuilder:
             tools += toolbox.others_for_request(entity_ids, named, read_only=read_only)
         allow_text = not (must_call and tools)
         users = [c for c in chat_log.content if isinstance(c, conversation.UserContent)]
-        # Free text a call carries is said by the user, in this turn or the two before it.
-        said = said_spans([c.content for c in users[-3:]])
-        grammar = (
-            compile_grammar(tuple(tools), fmt, allow_text=allow_text, said=said) if constrained and offered else None
-        )
+        grammar = None
+        if constrained and offered:
+            # Free text a call carries is said by the user, in this turn or the two before it.
+            said = said_spans([c.content for c in users[-3:]])
+            grammar = compile_grammar(tuple(tools), fmt, allow_text=allow_text, said=said)
         conversation_id = chat_log.conversation_id
         turn = users[-1] if users else None
         if turn is not None and self._conversations.user_text(conversation_id, turn) is None:
