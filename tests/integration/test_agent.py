@@ -506,3 +506,20 @@ async def test_an_item_not_on_the_list_is_not_checked_off(hass: HomeAssistant, a
     await ask(hass, "Put apples on the shopping list")
     _speech, conversation_id = await ask(hass, "Check off apples on the shopping list")
     assert tool_results(hass, conversation_id)[-1]["executed"] is True
+
+
+async def test_what_goes_on_a_list_is_what_the_user_said(
+    hass: HomeAssistant, agent: MockConfigEntry, tiny_model: Path
+) -> None:
+    """The grammar's free text is the user's words: a small model played the prompt's
+    example album for "play Beatles artist"."""
+    said = XML.render(ToolCall("todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "oat milk"}))
+    engine = script(agent, said)
+    speech, _conversation_id = await ask(hass, "Put oat milk on the shopping list, please")
+    assert speech == "Shopping list: 0 → 1."
+    grammar = engine.requests[0].grammar or ""
+    checker = GrammarChecker(tiny_model)
+    assert checker.accepts(grammar, said)
+    invented = said.replace("oat milk", "Kind of Blue")
+    assert not checker.accepts(grammar, invented)
+    assert not checker.accepts(grammar, said.replace("oat milk", "please,"))
