@@ -22,7 +22,14 @@ from custom_components.botpsy.core.formats import (
     ToolCall,
     detect_format,
 )
-from custom_components.botpsy.core.grammar import MAX_CALLS, MAX_SPAN_WORDS, compile_grammar, int_range, said_spans
+from custom_components.botpsy.core.grammar import (
+    MAX_CALLS,
+    MAX_SPAN_WORDS,
+    MAX_SPANS,
+    compile_grammar,
+    int_range,
+    said_spans,
+)
 from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools, schema_tool
 from custom_components.botpsy.core.validate import CallRejectedError, validate_call
 from tests.grammar_check import GrammarChecker
@@ -358,6 +365,9 @@ def test_said_spans_are_runs_of_the_users_words() -> None:
     assert "Kind of Blue" not in spans
     long = " ".join(f"w{i}" for i in range(30))
     assert max(len(s.split()) for s in said_spans([long])) == MAX_SPAN_WORDS
+    # A long text's later words are left out, the latest turn's kept first.
+    many = said_spans([" ".join(f"w{i}" for i in range(400)), "play jazz"])
+    assert len(many) == MAX_SPANS and many[:3] == ("play", "play jazz", "jazz")
     # Words written without spaces cannot be told apart: any text then.
     assert said_spans(["把牛奶加到购物清单"]) == ()
     assert said_spans(["play <tool_call> now"]) == ("play", "now")

@@ -26,8 +26,10 @@ _ENUMERATE_UP_TO = 200
 # Calls in one answer: a bound that stops a model from looping (a base model repeats the
 # same call until it runs out of tokens). Free text values are bounded by the formats.
 MAX_CALLS = 4
-# A free-text value said by the user is at most this many of their words.
+# A free-text value said by the user is at most this many of their words; a grammar holds
+# at most MAX_SPANS such values (a long text's later words are left out).
 MAX_SPAN_WORDS = 10
+MAX_SPANS = 1500
 # Punctuation around a span of words is not part of what was said ("apples," is "apples").
 _SPAN_EDGES = ".,!?;:\"'()[]{}\u201c\u201d\u2018\u2019\u00ab\u00bb"
 # Scripts written without spaces between words: their words cannot be told apart here.
@@ -35,20 +37,23 @@ _UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0
 
 
 def said_spans(texts: Sequence[str]) -> tuple[str, ...]:
-    """Every run of up to MAX_SPAN_WORDS consecutive words of `texts` (the user's turns),
-    without the punctuation around it: what a free-text value (a song to play, an item
-    for a list, a search) may be. Empty when the words cannot be told apart (a script
-    without spaces), and then any text is allowed."""
+    """Every run of up to MAX_SPAN_WORDS consecutive words of `texts` (the user's turns,
+    the latest last), without the punctuation around it: what a free-text value (a song
+    to play, an item for a list, a search) may be. The latest turn's come first, and no
+    more than MAX_SPANS. Empty when the words cannot be told apart (a script without
+    spaces), and then any text is allowed."""
+    if any(_UNSPACED.search(text) for text in texts):
+        return ()
     spans: dict[str, None] = {}
-    for text in texts:
-        if _UNSPACED.search(text):
-            return ()
+    for text in reversed(texts):
         words = text.split()
         for first in range(len(words)):
             for last in range(first + 1, min(first + MAX_SPAN_WORDS, len(words)) + 1):
                 span = " ".join(words[first:last]).strip(_SPAN_EDGES)
                 if span and "<" not in span:  # no tag can begin in a value
                     spans[span] = None
+                if len(spans) == MAX_SPANS:
+                    return tuple(spans)
     return tuple(spans)
 
 
