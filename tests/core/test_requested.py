@@ -207,3 +207,21 @@ def test_cleaning_is_for_a_vacuum() -> None:
     for request in ("clean the first floor", "start cleaning", "mop the hall"):
         assert [e.entity_id for e in home if named_in(request, home).fits(e)] == ["vacuum.rover"], request
     assert named_in("clean the kitchen", home).describe() == "vacuum in the Kitchen"
+
+
+def test_what_goes_on_a_list_names_no_device() -> None:
+    """ "Add clean the kitchen to my to-do list" was answered "I found no vacuum"."""
+    home = (
+        Entity("todo.tasks", "Personal tasks"),
+        Entity("vacuum.rover", "Rover", area="Hall"),
+        Entity("light.kitchen", "Ceiling", area="Kitchen"),
+    )
+    for request in (
+        "Add clean the kitchen to my todo list",
+        "put light bulbs on the shopping list",
+        "add mop the hall onto my to-do list",
+    ):
+        assert [e.entity_id for e in home if named_in(request, home).fits(e)] == ["todo.tasks"], request
+    # Only what goes on a list: "add the ceiling to the scene" still names the ceiling light.
+    assert named_in("add the ceiling to the scene", home).entity_ids == {"light.kitchen"}
+    assert [e.entity_id for e in home if named_in("clean the kitchen", home).fits(e)] == []

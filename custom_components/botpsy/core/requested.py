@@ -90,6 +90,8 @@ _MEDIA_WORDS = frozenset({"music", "song", "volume", "play", "track", "album", "
 _EVERY = re.compile(r"\b(?:all|every|each|both)\b")
 
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
+# What is put on a list names no device either: "add clean the kitchen to my to-do list".
+_LIST_ITEM = re.compile(r"\b(add|put)\b.*?(?=\s+(?:to|on|onto)\s+(?:[\w-]+\s+){0,3}list\b)")
 # "How warm is it?" asks for the temperature (as HA's own sentences for it do); "warm"
 # alone need not ("a warm white light").
 _TEMPERATURE_QUESTION = re.compile(r"\bhow (?:hot|warm|cold|cool|chilly)\b")
@@ -184,8 +186,10 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     text = request.lower()
     if here:
         text = re.sub(r"\b(in )?here\b", f"in the {here.lower()}", text)
-    # "Play The Office on the TV": a title names no area, kind or device; what follows it does.
+    # "Play The Office on the TV": a title names no area, kind or device; what follows it
+    # does. Nor does an item for a list.
     text = _TITLE.sub("play", text)
+    text = _LIST_ITEM.sub(r"\1", text)
     text = _TEMPERATURE_QUESTION.sub("how is the temperature", text)
     for word, kind in _SYNONYMS.items():
         text = re.sub(rf"\b{word}s?\b", kind, text)
