@@ -110,3 +110,17 @@ def test_intent_examples_name_the_homes_devices_with_arguments_the_tool_takes() 
     assert lines == [
         'lock Front Door -> {"name": "intent__HassTurnOn", "arguments": {"name": "Front Door", "domain": "lock"}}'
     ]
+
+
+def test_a_vacuum_is_shown_started_beside_sent_to_its_dock() -> None:
+    """With only "send back to its dock" shown, the 0.5B answered "clean the first floor"
+    with return_to_base."""
+    from custom_components.botpsy.core.home import Home
+    from custom_components.botpsy.core.tools import Tool
+
+    home = Home((Entity("vacuum.rover", "Rover"),), ())
+    tools = [Tool("vacuum", "", service, {"vacuum.rover": ()}) for service in ("start", "return_to_base")]
+    assert [line.partition(" -> ")[0] for line in tool_examples(tools, home)] == [
+        "start Rover",
+        "send Rover back to its dock",
+    ]

@@ -82,8 +82,8 @@ def later_turn(lines: Sequence[str], request: str) -> str:
 
 # How people ask for actions whose names alone do not tell a small model which one a
 # phrasing means ("skip" is media_next_track), with their arguments; a plain "turn on"
-# beside "dim" and "close" beside "open halfway", so that not every such request gets a
-# brightness or a position.
+# beside "dim", "close" beside "open halfway" and "start" beside "send back to its dock",
+# so that not every such request gets a brightness, a position or the dock.
 _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "media_next_track"): (("skip to the next song on {name}", {}),),
     ("media_player", "media_previous_track"): (("play the previous song on {name}", {}),),
@@ -101,6 +101,7 @@ _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("valve", "set_valve_position"): (("open {name} to 20%", {"position": 20}),),
     ("climate", "set_temperature"): (("set {name} to 21 degrees", {"temperature": 21}),),
     ("fan", "set_percentage"): (("set {name} to 30%", {"percentage": 30}),),
+    ("vacuum", "start"): (("start {name}", {}),),
     ("vacuum", "return_to_base"): (("send {name} back to its dock", {}),),
     ("todo", "add_item"): (("put milk on {name}", {"item": "milk"}),),
     ("todo", "update_item"): (("check off milk on {name}", {"item": "milk", "status": "completed"}),),
