@@ -124,3 +124,17 @@ def test_a_vacuum_is_shown_started_beside_sent_to_its_dock() -> None:
         "start Rover",
         "send Rover back to its dock",
     ]
+
+
+def test_the_last_song_is_shown_as_the_previous_one() -> None:
+    """With "play the previous song" shown (the action's name says as much), the 0.5B
+    answered "replay the last track" and "play the last song again" with
+    media_next_track."""
+    from custom_components.botpsy.core.home import Home
+    from custom_components.botpsy.core.tools import Tool
+
+    home = Home((Entity("media_player.tv", "TV"),), ())
+    tools = [Tool("media_player", "", "media_previous_track", {"media_player.tv": ()})]
+    lines = tool_examples(tools, home)
+    assert [line.partition(" -> ")[0] for line in lines] == ["replay the last song on TV"]
+    assert all('"action": "media_previous_track"' in line for line in lines)

@@ -81,12 +81,13 @@ def later_turn(lines: Sequence[str], request: str) -> str:
 
 
 # How people ask for actions whose names alone do not tell a small model which one a
-# phrasing means ("skip" is media_next_track), with their arguments; a plain "turn on"
-# beside "dim", "close" beside "open halfway" and "start" beside "send back to its dock",
-# so that not every such request gets a brightness, a position or the dock.
+# phrasing means ("skip" is media_next_track, "the last song" is the previous one, not the
+# next), with their arguments; a plain "turn on" beside "dim", "close" beside "open
+# halfway" and "start" beside "send back to its dock", so that not every such request gets
+# a brightness, a position or the dock.
 _EXAMPLES: dict[tuple[str, str], tuple[tuple[str, dict[str, Any]], ...]] = {
     ("media_player", "media_next_track"): (("skip to the next song on {name}", {}),),
-    ("media_player", "media_previous_track"): (("play the previous song on {name}", {}),),
+    ("media_player", "media_previous_track"): (("replay the last song on {name}", {}),),
     ("media_player", "media_play"): (("resume {name}", {}), ("unpause {name}", {})),
     ("media_player", "media_pause"): (("pause {name}", {}),),
     ("media_player", "volume_set"): (
@@ -134,7 +135,7 @@ _INTENT_EXAMPLES: dict[str, tuple[tuple[str, str, dict[str, Any]], ...]] = {
     "HassMediaPause": (("pause {name}", "media_player", {}),),
     "HassMediaUnpause": (("resume {name}", "media_player", {}),),
     "HassMediaNext": (("skip to the next song on {name}", "media_player", {}),),
-    "HassMediaPrevious": (("play the previous song on {name}", "media_player", {}),),
+    "HassMediaPrevious": (("replay the last song on {name}", "media_player", {}),),
     "HassSetVolume": (("set the volume of {name} to 40%", "media_player", {"volume_level": 40}),),
     "HassMediaPlayerMute": (("mute {name}", "media_player", {}),),
     "HassVacuumStart": (("start {name}", "vacuum", {}),),
