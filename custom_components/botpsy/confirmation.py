@@ -1,15 +1,18 @@
 """Calls held until the user confirms them, per conversation.
 
-A held call was validated when it was asked for; it runs only if the next turn of the same
-conversation, by the same user, confirms it and the device is still as it was then.
+A held call was validated when it was asked for, and the devices it acts on resolved as
+they will be when it runs (`targets`); it runs only if the next turn of the same
+conversation, by the same user, confirms it, it still acts on the same devices, and those
+that needed the yes are still as they were then.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from homeassistant.auth.permissions.const import POLICY_CONTROL
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant, State, callback
 from homeassistant.helpers import llm
@@ -18,12 +21,11 @@ from homeassistant.util.hass_dict import HassKey
 from .actions import REPORTED_ATTRIBUTES, intent_outcome
 from .const import DOMAIN
 from .core.formats import ToolCall
-from .core.home import Entity
 from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.reply import describe
-from .core.validate import CallRejectedError, validate_call
 from .generation import async_say
-from .toolbox import Toolbox, is_action
+from .targets import Target, UnresolvedError
+from .toolbox import Toolbox
 
 DATA_PENDING: HassKey[dict[str, tuple[PendingAction, ...]]] = HassKey(f"{DOMAIN}_pending")
 
@@ -31,9 +33,9 @@ DATA_PENDING: HassKey[dict[str, tuple[PendingAction, ...]]] = HassKey(f"{DOMAIN}
 @dataclass(frozen=True, slots=True)
 class PendingAction:
     call: ToolCall
-    entity_id: str
-    name: str
-    snapshot: tuple[str, tuple[tuple[str, Any], ...]] | None
+    targets: tuple[Target, ...]  # every device it acts on, as resolved when it was asked for
+    risky: tuple[Target, ...]  # those that need the yes
+    snapshots: tuple[tuple[str, tuple[tuple[str, Any], ...]] | None, ...]  # of `risky`, then
     user_id: str | None  # who asked: only they can say yes
 
 
@@ -58,68 +60,48 @@ def pending_actions(hass: HomeAssistant) -> dict[str, tuple[PendingAction, ...]]
 
 @dataclass(frozen=True, slots=True)
 class Risk:
-    """Why a call waits for a yes: the device it would act on, and what it would do."""
+    """Why a call waits for a yes: every device it acts on, and those that need the yes."""
 
-    entity_id: str
-    action: str  # the service ("unlock", "open_cover")
-
-
-# What HA's intents do to the devices of a domain, as the service they call.
-_INTENT_SERVICES: dict[tuple[str, str], str] = {
-    ("HassTurnOn", "lock"): "lock",
-    ("HassTurnOff", "lock"): "unlock",
-    ("HassTurnOn", "cover"): "open_cover",
-    ("HassTurnOff", "cover"): "close_cover",
-    ("HassSetPosition", "cover"): "set_cover_position",
-}
+    targets: tuple[Target, ...]
+    risky: tuple[Target, ...]
 
 
-def _intent_targets(toolbox: Toolbox, arguments: Mapping[str, Any]) -> list[Entity]:
-    """The devices an intent call's slots could match (name, area, floor, domain, device class)."""
-
-    def listed(key: str) -> set[str] | None:
-        value = arguments.get(key)
-        return None if value in (None, "", []) else {str(v) for v in (value if isinstance(value, list) else [value])}
-
-    name, area, floor = listed("name"), listed("area"), listed("floor")
-    domain, device_class = listed("domain"), listed("device_class")
-    return [
-        e
-        for e in toolbox.home.entities
-        if (name is None or bool(name & {e.name, *e.aliases}))
-        and (area is None or e.area in area)
-        and (floor is None or e.floor in floor)
-        and (domain is None or e.domain in domain)
-        and (device_class is None or e.device_class in device_class)
-    ]
+# What happens to a call before it runs: it runs (None), waits for a yes (Risk), or is
+# refused for the reason given.
+Verdict = Risk | str | None
 
 
-def hold_rule(toolbox: Toolbox, enabled: bool) -> Callable[[ToolCall], Risk | None]:
-    """What makes a call wait for the user's confirmation, if `enabled`: a valid high-impact
-    call of BotPsy's, or one of HA's intents that could do the same to a device it matches."""
-    if not enabled:
-        return lambda _call: None
-    tools = {t.key: t for t in toolbox.compiled}
+def call_gate(hass: HomeAssistant, toolbox: Toolbox, *, confirm: bool) -> Callable[[ToolCall], Awaitable[Verdict]]:
+    """The check every call passes before it runs, on the devices it will act on
+    (`targets`): held for the user's yes if one of them needs it (when `confirm`), refused
+    if the user may not control one of them or if they cannot be known (fail closed)."""
 
-    def risk(call: ToolCall) -> Risk | None:
+    async def verdict(call: ToolCall) -> Verdict:
         if not toolbox.writes(call.name):
             return None
-        if is_action(toolbox.compiled, call.name):
-            try:
-                valid = validate_call(call, tools)
-            except CallRejectedError:
-                return None  # runs (and is refused) like any invalid call
-            entity = toolbox.home.entity(valid.entity_id)
-            risky = needs_confirmation(valid.domain, valid.tool.service, entity)
-            return Risk(valid.entity_id, valid.tool.service) if risky else None
-        intent = call.name.rpartition("__")[2]
-        for entity in _intent_targets(toolbox, call.arguments):
-            service = _INTENT_SERVICES.get((intent, entity.domain), "")
-            if service and needs_confirmation(entity.domain, service, entity):
-                return Risk(entity.entity_id, service)
-        return None
+        try:
+            targets = tuple(await toolbox.async_targets(call))
+        except UnresolvedError as err:
+            return str(err)
+        context = toolbox.llm_context.context if toolbox.llm_context else None
+        if targets and context is not None and context.user_id is not None:
+            # BotPsy's own tools check this when they run; HA's intents would act on the
+            # devices the user may control and fail on the others: all or nothing.
+            user = await hass.auth.async_get_user(context.user_id)
+            allowed = user.permissions.check_entity if user else lambda _entity_id, _policy: False
+            if denied := [t.name for t in targets if not allowed(t.entity_id, POLICY_CONTROL)]:
+                return f"the user is not allowed to control {', '.join(denied)}"
+        risky = tuple(t for t in targets if needs_confirmation(t.domain, t.service, t.device_class))
+        return Risk(targets, risky) if confirm and risky else None
 
-    return risk
+    return verdict
+
+
+def _asked(target: Target) -> str:
+    """The action as a question says it: "unlock Front Door", "open Garage Door", "disarm
+    Home Alarm", "set the position of Driveway Gate" (the service without its domain)."""
+    verb, *rest = [w for w in target.service.split("_") if w not in {target.domain, "alarm"}]
+    return f"set the {' '.join(rest)} of {target.name}" if verb == "set" and rest else f"{verb} {target.name}"
 
 
 async def async_ask_confirmation(
@@ -130,16 +112,15 @@ async def async_ask_confirmation(
     pending = []
     asked = []
     for call, risk in held:
-        state = hass.states.get(risk.entity_id)
-        name = state.name if state else risk.entity_id
-        pending.append(
-            PendingAction(call, risk.entity_id, name, snapshot(state) if state else None, _user_id(chat_log))
-        )
-        # "unlock", "open" (open_cover), "disarm" (alarm_disarm): the action without its domain.
-        noise = {risk.entity_id.partition(".")[0], "alarm"}
-        asked.append(" ".join([*(w for w in risk.action.split("_") if w not in noise), name]))
+        snapshots = tuple(snapshot(s) if (s := hass.states.get(t.entity_id)) else None for t in risk.risky)
+        pending.append(PendingAction(call, risk.targets, risk.risky, snapshots, _user_id(chat_log)))
+        asked += [_asked(t) for t in risk.risky]
     pending_actions(hass)[chat_log.conversation_id] = tuple(pending)
     await async_say(chat_log, agent_id, f"To be safe, I ask first: do you want me to {' and '.join(asked)}?")
+
+
+def _names(targets: Sequence[Target]) -> str:
+    return " and ".join(dict.fromkeys(t.name for t in targets))
 
 
 async def async_answer_pending(
@@ -156,22 +137,35 @@ async def async_answer_pending(
     if not pending or any(p.user_id != _user_id(chat_log) for p in pending):
         return False
     del held[chat_log.conversation_id]
-    names = " and ".join(p.name for p in pending)
+    risky = [t for p in pending for t in p.risky]
     if not is_confirmation(utterance):
         if is_refusal(utterance):
-            await async_say(chat_log, agent_id, f"OK, I left {names} as {'they are' if len(pending) > 1 else 'it is'}.")
+            are = "they are" if len(risky) > 1 else "it is"
+            await async_say(chat_log, agent_id, f"OK, I left {_names(risky)} as {are}.")
             return True
         return False
+    toolbox = Toolbox.from_api(hass, chat_log.llm_api)
     sentences = []
     calls = []
     before: dict[str, State] = {}
     for action in pending:
-        state = hass.states.get(action.entity_id)
-        if state is None or snapshot(state) != action.snapshot:
-            now = state.state if state else "gone"
-            sentences.append(f"{action.name} changed since you asked (it is now {now}), so I did not act.")
+        # The devices the call acts on now, resolved as when it was asked for.
+        try:
+            now = tuple(await toolbox.async_targets(action.call))
+        except UnresolvedError:
+            now = ()
+        if {t.entity_id for t in now} != {t.entity_id for t in action.targets}:
+            sentences.append(f"What that acts on changed since you asked, so I did not act on {_names(action.risky)}.")
             continue
-        before[action.entity_id] = state
+        states = [hass.states.get(t.entity_id) for t in action.risky]
+        if changed := [
+            f"{t.name} changed since you asked (it is now {s.state if s else 'gone'})"
+            for t, s, then in zip(action.risky, states, action.snapshots, strict=True)
+            if s is None or snapshot(s) != then
+        ]:
+            sentences.append(f"{', '.join(changed)}, so I did not act.")
+            continue
+        before |= {t.entity_id: s for t in now if (s := hass.states.get(t.entity_id)) is not None}
         calls.append(llm.ToolInput(tool_name=action.call.name, tool_args=action.call.arguments))
 
     async def confirmed() -> AsyncGenerator[conversation.AssistantContentDeltaDict]:

@@ -7,7 +7,7 @@ or dropped (a repeat of one already run, or one the request does not allow).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from .core.formats import CallFormat, ParsedOutput, ToolCall
 from .stats import EngineStats
 
 if TYPE_CHECKING:
-    from .confirmation import Risk
+    from .confirmation import Risk, Verdict
 
 
 async def async_say(chat_log: conversation.ChatLog, agent_id: str, text: str) -> None:
@@ -46,7 +46,7 @@ class Generation:
         stats: EngineStats,
         *,
         stream_text: bool = True,
-        hold: Callable[[ToolCall], Risk | None] = lambda _call: None,
+        gate: Callable[[ToolCall], Awaitable[Verdict]] | None = None,
         allow_calls: bool = True,
         ran: set[str] | None = None,
         refuse: Callable[[ToolCall], bool] = lambda _call: False,
@@ -59,12 +59,13 @@ class Generation:
         self.allow_calls = allow_calls
         self.stats = stats
         self.stream_text = stream_text
-        self._hold = hold
+        self._gate = gate
         self.held: list[tuple[ToolCall, Risk]] = []
+        self.refused: list[tuple[ToolCall, str]] = []  # by the gate, with the reason
         self.text = ""  # the model's whole output
         self.parsed: ParsedOutput | None = None
         self.timings: Timings | None = None
-        self.calls: list[llm.ToolInput] = []
+        self.calls: list[llm.ToolInput] = []  # run, or refused by the gate (external, with their result)
 
     def trace(self) -> dict[str, Any]:
         """The round for the conversation's trace: token figures as HA's AI integrations
@@ -82,7 +83,7 @@ class Generation:
 
     async def stream(
         self, engine: Engine, request: GenerateRequest
-    ) -> AsyncGenerator[conversation.AssistantContentDeltaDict]:
+    ) -> AsyncGenerator[conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict]:
         yield {"role": "assistant"}
         started = time.monotonic()
         text = ""
@@ -119,13 +120,27 @@ class Generation:
             if (signature := json_dumps([call.name, call.arguments])) in self._ran or self._refuse(call):
                 continue  # the same call again (a small model's loop, its result is known), or not allowed
             self._ran.add(signature)
-            if (risk := self._hold(call)) is not None:
-                self.held.append((call, risk))
+            verdict = await self._gate(call) if self._gate else None
+            if isinstance(verdict, str):
+                self.refused.append((call, verdict))
+            elif verdict is not None:
+                self.held.append((call, verdict))
             else:
                 calls.append(call)
-        if calls:
-            self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls]
+        # Refused calls are in the chat log with their reason as result (run by nobody),
+        # so that the model and the reply see why nothing happened.
+        refused = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments, external=True) for c, _ in self.refused]
+        if calls or refused:
+            self.calls = [llm.ToolInput(tool_name=c.name, tool_args=c.arguments) for c in calls] + refused
             yield {"tool_calls": self.calls}
+        for tool_input, (call, reason) in zip(refused, self.refused, strict=True):
+            data: dict[str, Any] = {"name": call.name, "arguments": call.arguments, "executed": False, "error": reason}
+            yield {
+                "role": "tool_result",
+                "tool_call_id": tool_input.id,
+                "tool_name": call.name,
+                "result": llm.ToolResult(data, error=True),
+            }
 
 
 def engine_failure(key: str, err: EngineError) -> HomeAssistantError:

@@ -28,7 +28,7 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr
 
 from .actions import async_check, intent_outcome
-from .confirmation import async_answer_pending, async_ask_confirmation, hold_rule
+from .confirmation import Risk, async_answer_pending, async_ask_confirmation, call_gate
 from .const import (
     CONF_CONFIRM_RISKY,
     CONF_MAX_TOOL_ROUNDS,
@@ -41,12 +41,13 @@ from .const import (
 from .core.engine import TextDelta
 from .core.errors import EngineError
 from .core.formats import CallFormat, detect_format
-from .core.policy import is_question, needs_confirmation, reply_to_nothing
+from .core.policy import is_question, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.validate import CallRejectedError, validate_call
 from .generation import Generation, async_say, engine_failure
+from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
     options = agent.subentry.data
     rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
     toolbox = scope.toolbox
-    hold = hold_rule(toolbox, bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)))
+    gate = call_gate(agent.hass, toolbox, confirm=bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)))
     fmt = _call_format(agent)
     results: list[dict[str, Any]] = []
     done: list[dict[str, Any]] = []  # HA's intents that acted, as our results say it
@@ -167,7 +168,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             fmt,
             agent.stats,
             stream_text=not failed,
-            hold=hold,
+            gate=gate,
             allow_calls=with_tools,
             ran=ran,
             # Whatever the model writes, a question runs no action,
@@ -187,7 +188,9 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         ):
             if isinstance(content, conversation.ToolResultContent):
                 data: dict[str, Any] = dict(content.result.data or {})
-                results.append({**data, "name": content.tool_name})
+                # HA's intents answer without the call's slots: the reply names what was asked.
+                asked = next((c.tool_args for c in generation.calls if c.id == content.tool_call_id), {})
+                results.append({"arguments": asked, **data, "name": content.tool_name})
                 # What the search found can be acted on in the next round.
                 scope.entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
         agent.prompts.record(chat_log.conversation_id, request, generation.text)
@@ -271,15 +274,27 @@ async def async_plan(agent: BotPsyLLMEntity, text: str, context: Context, langua
         except EngineError as err:
             raise engine_failure("engine_error", err) from err
     tools = {t.key: t for t in toolbox.compiled}
+    gate = call_gate(agent.hass, toolbox, confirm=True)
     plan: list[dict[str, Any]] = []
     for call in fmt.parse(output).calls:
         step: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
         try:
-            valid = validate_call(call, tools)
-            await async_check(agent.hass, valid, context)
-        except CallRejectedError as err:
+            if call.name in {t.name for t in toolbox.compiled}:
+                valid = validate_call(call, tools)
+                await async_check(agent.hass, valid, context)
+                step["arguments"] = valid.arguments
+            elif intent_tool(toolbox.others, call.name) is None:
+                raise CallRejectedError(f"there is no function {call.name!r}")
+            targets = await toolbox.async_targets(call)
+            if not targets and toolbox.writes(call.name) and not is_action(toolbox.compiled, call.name):
+                raise CallRejectedError(f"{call.name} matches no device that it can act on")
+        except (CallRejectedError, UnresolvedError) as err:
             plan.append({**step, "valid": False, "error": str(err)})
             continue
-        risky = needs_confirmation(valid.domain, valid.tool.service, toolbox.home.entity(valid.entity_id))
-        plan.append({**step, "arguments": valid.arguments, "valid": True, "needs_confirmation": risky})
+        verdict = await gate(call)
+        if isinstance(verdict, str):
+            plan.append({**step, "valid": False, "error": verdict})
+            continue
+        step["targets"] = [t.entity_id for t in targets]
+        plan.append({**step, "valid": True, "needs_confirmation": isinstance(verdict, Risk)})
     return plan

@@ -22,6 +22,7 @@ from .core.shortlist import restrict
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
 from .llm_api import CompiledTool
+from .targets import Target, UnresolvedError, async_call_targets, states_named
 
 
 @dataclass(slots=True)
@@ -39,10 +40,13 @@ class Toolbox:
     actionable_domains: frozenset[str] = frozenset()
     # Example requests and calls for the other APIs' tools, on the home's devices.
     examples: list[str] = field(default_factory=list)
+    # Where the request's calls run: who asks, from which device (for `async_targets`).
+    hass: HomeAssistant | None = None
+    llm_context: llm.LLMContext | None = None
 
     @classmethod
     def from_api(cls, hass: HomeAssistant, api: llm.APIInstance | None) -> Toolbox:
-        box = cls()
+        box = cls(hass=hass, llm_context=api.llm_context if api else None)
         for tool in api.tools if api else []:
             inner = tool.tool if isinstance(tool, llm.NamespacedTool) else tool
             if isinstance(inner, CompiledTool):
@@ -150,21 +154,25 @@ class Toolbox:
         refuses the name alone ("Multiple entities share the name")."""
         index = next((i for i, t in enumerate(self.others) if t.name == call.name), None)
         name = call.arguments.get("name")
-        if index is None or self.others[index].annotations.read_only or not isinstance(name, str):
+        if index is None or self.others[index].annotations.read_only or not isinstance(name, str) or not self.hass:
             return call
         if "domain" in call.arguments or "domain" not in (self.others_parameters[index].get("properties") or {}):
             return call
         area = call.arguments.get("area")
-        sharing = [
-            e
-            for e in self.home.entities
-            if name.casefold() in (n.casefold() for n in (e.name, *e.aliases))
-            and (not isinstance(area, str) or (e.area or "").casefold() == area.casefold())
-        ]
-        domains = {e.domain for e in sharing if e.domain in self.actionable_domains}
+        assistant = self.llm_context.assistant if self.llm_context else None
+        sharing = states_named(self.hass, name, area if isinstance(area, str) else None, assistant)
+        domains = {s.domain for s in sharing if s.domain in self.actionable_domains}
         if len(sharing) < 2 or len(domains) != 1:
             return call
         return ToolCall(call.name, {**call.arguments, "domain": domains.pop()})
+
+    async def async_targets(self, call: ToolCall) -> list[Target]:
+        """The devices `call` will act on when it runs (see `targets`)."""
+        if self.hass is None:
+            raise UnresolvedError("no Home Assistant to check the call against")
+        return await async_call_targets(
+            self.hass, call, compiled=self.compiled, others=self.others, home=self.home, llm_context=self.llm_context
+        )
 
     def nothing_fits(self, named: Named) -> bool:
         """Whether the request names an area, floor or kind of device, and no device that

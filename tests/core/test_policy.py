@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.botpsy.core.home import Entity
 from custom_components.botpsy.core.policy import is_confirmation, is_question, is_refusal, needs_confirmation
 
 
@@ -42,12 +41,17 @@ def test_confirmation_answers() -> None:
 
 
 def test_entry_devices_need_confirmation() -> None:
-    garage = Entity("cover.garage", "Garage", device_class="garage")
-    blind = Entity("cover.blind", "Blind", device_class="blind")
-    assert needs_confirmation("cover", "open_cover", garage)
-    assert not needs_confirmation("cover", "close_cover", garage)
-    assert not needs_confirmation("cover", "open_cover", blind)
+    assert needs_confirmation("cover", "open_cover", "garage")
+    assert needs_confirmation("cover", "toggle", "gate")
+    assert needs_confirmation("cover", "set_cover_position", "door")
+    assert not needs_confirmation("cover", "close_cover", "garage")
+    assert not needs_confirmation("cover", "open_cover", "blind")
     assert needs_confirmation("lock", "unlock", None)
+    # Whatever else a lock may do (open its latch, toggle): only locking needs no yes.
+    assert needs_confirmation("lock", "open", None)
+    assert needs_confirmation("lock", "toggle", None)
+    assert not needs_confirmation("lock", "lock", None)
+    assert not needs_confirmation("light", "turn_on", None)
 
 
 def test_an_alarm_is_disarmed_or_triggered_only_after_a_yes() -> None:

@@ -410,7 +410,7 @@ async def test_plan_action_runs_nothing(hass: HomeAssistant, agent: MockConfigEn
     }
     assert response == {
         "calls": [
-            {**unlock, "valid": True, "needs_confirmation": True},
+            {**unlock, "valid": True, "needs_confirmation": True, "targets": ["lock.front_door"]},
             {**too_bright, "valid": False, "error": "brightness_pct must be between 0 and 100 %, not 400"},
         ]
     }

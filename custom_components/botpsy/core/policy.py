@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import re
 
-from .home import Entity
-
-# (domain, service) pairs that always need confirmation.
-HIGH_IMPACT_SERVICES = frozenset(
-    {
-        ("lock", "unlock"), ("lock", "open"),
-        ("alarm_control_panel", "alarm_disarm"), ("alarm_control_panel", "alarm_trigger"),
-    }
-)  # fmt: skip
-# Covers and valves whose opening lets people in.
-_OPENING_SERVICES = frozenset({"open_cover", "set_cover_position", "toggle"})
+# Domains whose devices let people in or raise an alarm: locks, alarm panels, and covers
+# (garage doors, gates, doors).
+CONFIRMED_DOMAINS = frozenset({"lock", "alarm_control_panel", "cover"})
+# The only services on them that make nothing less safe; any other needs a yes (on covers,
+# only those of entry device classes).
+_SAFE_SERVICES = {
+    "lock": frozenset({"lock"}),
+    "alarm_control_panel": frozenset(
+        {"alarm_arm_home", "alarm_arm_away", "alarm_arm_night", "alarm_arm_vacation", "alarm_arm_custom_bypass"}
+    ),
+    "cover": frozenset({"close_cover", "close_cover_tilt", "stop_cover", "stop_cover_tilt"}),
+}
 _ENTRY_DEVICE_CLASSES = frozenset({"garage", "gate", "door"})
 
 _YES = re.compile(
@@ -28,15 +29,11 @@ _YES = re.compile(
 )
 
 
-def needs_confirmation(domain: str, service: str, entity: Entity | None) -> bool:
-    if (domain, service) in HIGH_IMPACT_SERVICES:
-        return True
-    return (
-        domain == "cover"
-        and service in _OPENING_SERVICES
-        and entity is not None
-        and entity.device_class in _ENTRY_DEVICE_CLASSES
-    )
+def needs_confirmation(domain: str, service: str, device_class: str | None) -> bool:
+    """Whether `service` on a device of `domain` (and `device_class`) waits for a yes."""
+    if domain not in CONFIRMED_DOMAINS or service in _SAFE_SERVICES[domain]:
+        return False
+    return domain != "cover" or device_class in _ENTRY_DEVICE_CLASSES
 
 
 _NO = re.compile(r"^\s*(no|nope|don't|do not|cancel|stop|never ?mind|leave it)\b", re.IGNORECASE)
