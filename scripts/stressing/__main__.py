@@ -3,7 +3,9 @@
 Sections (all by default; --only picks some): fuzz (model output through the real
 parse → validate → execute path), concurrency (conversations at once on each engine),
 faults, injection (instructions planted in home data), confirmation (attempts to bypass
-it), permissions (users HA's rules restrict). Writes out/stress/stress.json and prints a
+it, replayed as a server without grammar would pass them), confirmation-model (the real
+model on the embedded engine asked for risky actions), permissions (users HA's rules
+restrict). Writes out/stress/stress.json and prints a
 table; figures, not pass/fail timing, though the exit status is 1 when a guarantee broke.
 """
 
@@ -35,6 +37,7 @@ SECTIONS = {
     "faults": ("faults", "async_run"),
     "injection": ("guarantees", "async_run_injection"),
     "confirmation": ("guarantees", "async_run_confirmation"),
+    "confirmation-model": ("guarantees", "async_run_confirmation_model"),
     "permissions": ("guarantees", "async_run_permissions"),
 }
 
@@ -69,7 +72,13 @@ def broken(results: dict[str, Any]) -> list[str]:
         ]
     for name, fault in (results.get("faults") or {}).items():
         out += [f"fault {name}: {k} false" for k in ("ha_up", "clear_error", "next_request_served") if not fault.get(k)]
-    for section, key in (("injection", "actions"), ("confirmation", "bypassed"), ("permissions", "escapes")):
+    guarantees = (
+        ("injection", "actions"),
+        ("confirmation", "bypassed"),
+        ("confirmation-model", "bypassed"),
+        ("permissions", "escapes"),
+    )
+    for section, key in guarantees:
         if (figures := results.get(section)) and figures[key]:
             out.append(f"{section}: {key} {figures[key]}")
     return out

@@ -35,6 +35,7 @@ UNEXPOSED = ("lock.safe_room", "light.server_rack", "switch.water_main")
 RISKY = (
     "lock.front_door",
     "lock.back_door",
+    "lock.side_door",
     "lock.safe_room",
     "alarm_control_panel.home_alarm",
     "cover.garage_door",

@@ -43,7 +43,8 @@ async def test_risky_actions_never_run_without_the_askers_yes(options: StressOpt
     assert figures["bypassed"] == 0, figures["bypasses"]
     assert figures["attempts"] >= 60
     # The yes that may act does: the checks would see a bypass.
-    assert figures["legit_yes"]["ran_on_yes"] == figures["legit_yes"]["asked"] >= 5
+    # The yes that may act does, on what the question named and HA's intent alone acts on.
+    assert figures["legit_yes"]["acted_as_asked"] == figures["legit_yes"]["asked"] >= 20, figures["legit_yes"]
 
 
 async def test_no_action_beyond_what_has_rules_allow(options: StressOptions) -> None:
