@@ -26,6 +26,7 @@ from scripts.evaluation.home_loader import LoadedHome, async_load_home, ensure_h
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "eval"
 ASSIST_HOMES = sorted(SHARED.glob("assist-mini/*/_fixtures.yaml"))
+DEVICE_ACTION_HOMES = sorted(SHARED.glob("device-actions/*/_fixtures.yaml"))
 INTENTS_HOME = SHARED / "intents-en" / "_fixtures.yaml"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="the shared development suites are not on this machine")
 
@@ -220,6 +221,24 @@ async def test_assist_homes_load(ha: HomeAssistant, path: Path) -> None:
         assert state(ha, "cover.garage_door_opener").state == "open"
     if path.parent.name == "dom1-pl-todo":
         assert state(ha, "todo.personal_tasks").state == "0"
+
+
+@needs_shared
+@pytest.mark.parametrize("path", DEVICE_ACTION_HOMES, ids=[path.parent.name for path in DEVICE_ACTION_HOMES])
+async def test_device_action_homes_load_as_ha_places_them(ha: HomeAssistant, path: Path) -> None:
+    """Public homes have entities named as their device (no name of their own) with an
+    area of their own, which HA refuses: the area goes on the device, as HA would place it."""
+    fixture = load_home(path)
+    await async_load_home(ha, fixture)
+    entities, devices = er.async_get(ha), dr.async_get(ha)
+    device_areas = {d.device_id: d.area_id for d in fixture.devices}
+    for entity in fixture.entities:
+        assert state(ha, entity.entity_id).state != "unavailable", entity.entity_id
+        entry = entities.async_get(entity.entity_id)
+        assert entry is not None
+        device = devices.async_get(entry.device_id) if entry.device_id else None
+        area = entry.area_id or (device.area_id if device else None)
+        assert area in (entity.area_id, device_areas.get(entity.device_id or "")), entity.entity_id
 
 
 @needs_shared

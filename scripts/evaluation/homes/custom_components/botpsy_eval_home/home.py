@@ -116,7 +116,8 @@ def async_place_entity(hass: HomeAssistant, runtime: HomeRuntime, entity_id: str
     registry = er.async_get(hass)
     area_id = runtime.area_ids.get(entity.area_id or "")
     device_area = None
-    if entity.device_id and (device_id := runtime.device_ids.get(entity.device_id)):
+    device_id = runtime.device_ids.get(entity.device_id or "")
+    if device_id:
         device = dr.async_get(hass).async_get(device_id)
         device_area = device.area_id if device else None
     changes: dict[str, Any] = {}
@@ -124,8 +125,20 @@ def async_place_entity(hass: HomeAssistant, runtime: HomeRuntime, entity_id: str
         changes["area_id"] = area_id
     if entity.aliases:
         changes["aliases"] = list(entity.aliases)
-    if changes:
+    if not changes:
+        return
+    try:
         registry.async_update_entity(entity_id, **changes)
+    except ValueError:
+        # HA's rule: an entity named as its device (no name of its own) is in its device's
+        # area. Its area goes on the device, if the device has none yet.
+        changes.pop("area_id")
+        if device_area is None and device_id is not None:
+            dr.async_get(hass).async_update_device(device_id, area_id=area_id)
+        elif area_id != device_area:
+            _LOGGER.warning("%s stays in its device's area: it has no name of its own", entity_id)
+        if changes:
+            registry.async_update_entity(entity_id, **changes)
 
 
 def _async_floor(floors: fr.FloorRegistry, floor: FloorFixture) -> str:
