@@ -101,7 +101,9 @@ def _asked(target: Target) -> str:
     """The action as a question says it: "unlock Front Door", "open Garage Door", "disarm
     Home Alarm", "set the position of Driveway Gate" (the service without its domain)."""
     verb, *rest = [w for w in target.service.split("_") if w not in {target.domain, "alarm"}]
-    return f"set the {' '.join(rest)} of {target.name}" if verb == "set" and rest else " ".join([verb, *rest, target.name])
+    if verb == "set" and rest:
+        return f"set the {' '.join(rest)} of {target.name}"
+    return " ".join([verb, *rest, target.name])
 
 
 async def async_ask_confirmation(
