@@ -159,7 +159,19 @@ async def async_generate(home: Path, out: Path, intent_names: tuple[str, ...], p
                 changes = diff(before, _restrict(snapshot(hass), entities))
                 if not changes or turn.error:
                     continue
-                test: dict[str, Any] = {"sentences": [sentence], "setup": setup, "expect_changes": changes}
+                # As the suites write it: the state, and the attributes apart.
+                expected = {
+                    entity_id: {
+                        **({"state": change["state"]} if "state" in change else {}),
+                        **(
+                            {"attributes": attributes}
+                            if (attributes := {k: v for k, v in change.items() if k != "state"})
+                            else {}
+                        ),
+                    }
+                    for entity_id, change in changes.items()
+                }
+                test: dict[str, Any] = {"sentences": [sentence], "setup": setup, "expect_changes": expected}
                 if area:
                     test["context_area"] = area.area_id
                 tests.append({"class": label, **test})
