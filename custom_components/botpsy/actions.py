@@ -66,6 +66,10 @@ class CallResult:
     error: str | None = None
     changes: list[StateChange] = field(default_factory=list)
     state: dict[str, Any] | None = None
+    # The target as a person calls it (its name, when it exists), and its state when the
+    # call ran and changed nothing: what the reply says instead of an entity id.
+    target_name: str | None = None
+    unchanged_state: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, [])}
@@ -161,6 +165,8 @@ async def _async_check_item(hass: HomeAssistant, call: ValidCall, context: Conte
 async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> CallResult:
     """Check and run `call`; the result says what changed, or why nothing ran."""
     result = CallResult(call.tool.name, call.arguments, executed=False)
+    if (existing := hass.states.get(call.entity_id)) is not None:
+        result.target_name = existing.name
     try:
         await async_check(hass, call, context)
     except CallRejectedError as err:
@@ -197,8 +203,11 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
         for unsubscribe in unsubscribers:
             unsubscribe()
     result.executed = True
-    if (change := _change(before, hass.states.get(call.entity_id))) is not None:
+    after = hass.states.get(call.entity_id)
+    if (change := _change(before, after)) is not None:
         result.changes.append(change)
+    elif after is not None:
+        result.unchanged_state = after.state
     hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result.as_dict()}, context=context)
     return result
 

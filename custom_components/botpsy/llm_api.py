@@ -58,6 +58,9 @@ class CompiledTool(llm.Tool):
             call = validate_call(ToolCall(self.name, dict(tool_input.tool_args)), self._tools)
         except CallRejectedError as err:
             data = {"name": self.name, "arguments": dict(tool_input.tool_args), "executed": False, "error": str(err)}
+            target = tool_input.tool_args.get("entity_id")
+            if isinstance(target, str) and (state := hass.states.get(target)) is not None:
+                data["target_name"] = state.name
             return llm.ToolResult(data, error=True)  # type: ignore[arg-type]
         if self.name == FIND_ENTITIES:
             found = find_entities(self.home.entities, str(call.data["query"]))

@@ -20,6 +20,15 @@ def test_the_same_failure_is_said_once() -> None:
     assert describe([failed, failed]) == "I did not change light.x: no."
 
 
+def test_a_device_is_said_by_its_name_and_no_change_is_not_done() -> None:
+    """Never an entity id for a device that exists, never "Done" when nothing changed."""
+    failed = {"name": "light", "arguments": {"entity_id": "light.x"}, "target_name": "Porch Lamp", "error": "no"}
+    assert describe([failed]) == "I did not change Porch Lamp: no."
+    same = {"name": "light", "arguments": {"entity_id": "light.x"}, "target_name": "Porch Lamp", "executed": True}
+    assert describe([{**same, "unchanged_state": "off"}]) == "Porch Lamp was already off: nothing changed."
+    assert describe([same]) == "Porch Lamp: nothing changed."
+
+
 def test_an_intents_failure_says_why_without_call_syntax() -> None:
     failed = {"name": "intent__HassTurnOff", "error": "MatchFailedError", "error_text": "No device named Garage"}
     assert describe([failed]) == "I did not change anything: No device named Garage."

@@ -133,7 +133,7 @@ async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agen
     script(agent, conflicting, conflicting, conflicting, "Done!")
     speech, _conversation_id = await ask(hass, "Make the bed light red")
     assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
-    assert speech == "I did not change light.bed_light: light takes only one of rgb_color, color_temp_kelvin."
+    assert speech == "I did not change Bed Light: light takes only one of rgb_color, color_temp_kelvin."
     assert "Done!" not in speech
 
 
@@ -499,7 +499,7 @@ async def test_an_item_not_on_the_list_is_not_checked_off(hass: HomeAssistant, a
     script(agent, check_off, check_off)  # the repair round repeats it: not run again
     calls = async_capture_events(hass, "call_service")
     speech, _conversation_id = await ask(hass, "Check off apples on the shopping list")
-    assert speech == "I did not change todo.shopping_list: 'apples' is not on Shopping list."
+    assert speech == "I did not change Shopping list: 'apples' is not on Shopping list."
     assert [c.data["service"] for c in calls if c.data["domain"] == "todo"] == []
     add = XML.render(ToolCall("todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "apples"}))
     script(agent, add, check_off)

@@ -46,7 +46,8 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
     for result in results:
         arguments = result.get("arguments") or {}
         # HA's intents name a device by `name`; a tool's own name is call syntax, not said.
-        target = _target(arguments.get("entity_id") or arguments.get("name") or "anything")
+        # A device that exists is said by its name; one a model made up, as it wrote it.
+        target = _target(result.get("target_name") or arguments.get("entity_id") or arguments.get("name") or "anything")
         if result.get("error"):
             # HA's intents put the reason in `error_text` beside the error's type.
             sentences.append(f"I did not change {target}: {_reason(result.get('error_text') or result['error'])}.")
@@ -64,7 +65,12 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
             sentences.append(f"{change.get('name') or change['entity_id']}: {', '.join(parts)}.")
         if not changes:
             # HA's intents report no states: one it ran may change its device a moment later.
-            sentences.append(f"Done: {target}." if result.get("intent") else f"Done, {target} was already that way.")
+            if result.get("intent"):
+                sentences.append(f"Done: {target}.")
+            elif unchanged := result.get("unchanged_state"):
+                sentences.append(f"{target} was already {unchanged}: nothing changed.")
+            else:
+                sentences.append(f"{target}: nothing changed.")
     return " ".join(dict.fromkeys(sentences))  # the same failure twice is said once
 
 
