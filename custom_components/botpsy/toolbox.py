@@ -126,12 +126,13 @@ class Toolbox:
 
     def spread(self, call: ToolCall, named: Named) -> list[ToolCall]:
         """`call`, and the same call on every other device that fits a request for every
-        device of a kind in a place ("close the curtains in the bedroom"): a small model
-        writes the call once. Only devices whose action takes the same arguments. An HA
+        device of a kind in a place or in the home ("close the curtains in the bedroom",
+        "turn off the light in the kitchen", "all the lamps off"): a small model writes
+        the call once. Only devices whose action takes the same arguments. An HA
         intent that acts by a name some sensors share gets its domain (`with_domain`)."""
         call = self.with_domain(call)
         entity = self.home.entity(str(call.arguments.get("entity_id")))
-        if not (named.every and (named.areas or named.floors) and entity is not None and named.fits(entity)):
+        if not (named.all_that_fit and entity is not None and named.fits(entity)):
             return [call]
         action = call.arguments.get(ACTION)
         tool = next((t for t in self.compiled if t.name == call.name and t.service == action and not t.read_only), None)

@@ -126,6 +126,28 @@ def test_a_kind_without_a_place_is_the_one_where_the_request_was_heard() -> None
     assert not named.every
 
 
+@pytest.mark.parametrize(
+    ("request_", "here", "meant"),
+    [
+        # A kind in a place means all of that kind there, as HA's intents read it.
+        ("turn off the light in the living room", None, True),
+        ("living room curtains closed", None, True),
+        ("open the curtains", "Living Room", True),  # here
+        ("turn off the lighting in this room", "Living Room", True),  # HA's <here> and <light>
+        # Every one of a kind in the home, when "all" or "every" is said.
+        ("turn off all the lights", None, True),
+        ("every curtain closed", None, True),
+        # One device named, or one of a kind without a place: not all of them.
+        ("open the left curtain", None, False),
+        ("set the thermostat to 21", None, False),
+        ("set the thermostat in the living room to 21", None, False),  # one thermostat
+        ("turn off the lights", None, False),  # plural, but where? the model and HA decide
+    ],
+)
+def test_which_requests_mean_every_device_that_fits(request_: str, here: str | None, meant: bool) -> None:
+    assert named_in(request_, CURTAINS, here=here).all_that_fit is meant
+
+
 def test_one_device_of_a_kind_among_several_is_asked_for_not_guessed() -> None:
     assert [e.entity_id for e in named_in("set the thermostat to 21", CURTAINS).one_of_several(CURTAINS)] == [
         "climate.office",

@@ -71,7 +71,12 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "sprinkler": _domains("valve", "switch"),
     "alarm": _domains("alarm_control_panel"),
 }
-_SYNONYMS = {"temp": "temperature", "bulb": "light", "drape": "curtain", "telly": "tv", "hoover": "vacuum"}
+_SYNONYMS = {
+    "temp": "temperature", "bulb": "light", "drape": "curtain", "telly": "tv", "hoover": "vacuum",
+    "lighting": "light",  # as HA's own <light> rule: light, lights, lighting, lamp, lamps
+}  # fmt: skip
+# "Here", as HA's own <here> rule says it: the area of the device that heard the request.
+_HERE = re.compile(r"\b(?:(?:in )?here|(?:in )?(?:this|the|my|our) (?:room|area|space))\b")
 # How a kind is said in a reply when it is not a noun of its own.
 _SAID = {
     "play": "media player",
@@ -86,6 +91,10 @@ _SAID = {
 
 # Kinds said of what plays, not of a device: the player meant is the one playing.
 _MEDIA_WORDS = frozenset({"music", "song", "volume", "play", "track", "album", "playlist"})
+# Kinds a place switches all of, as HA's intents do for "the light in the kitchen".
+_PLACE_KINDS = frozenset(
+    {"light", "lamp", "fan", "blind", "shade", "curtain", "shutter", "awning", "window", "garage door", "valve"}
+)
 # Words that ask for every device of a kind, besides a plural.
 _EVERY = re.compile(r"\b(?:all|every|each|both)\b")
 
@@ -138,6 +147,8 @@ class Named:
     domains: frozenset[str] | None = None
     # Every device of its kinds is meant ("the curtains", "all lights"), not one of them.
     every: bool = False
+    # ... in the whole home: "all", "every" or "each" said of a kind, with no place.
+    anywhere: bool = False
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -154,6 +165,18 @@ class Named:
         if self.domains is None:
             return not self.entity_ids  # only the devices named, if any are
         return entity.domain in self.domains
+
+    @property
+    def all_that_fit(self) -> bool:
+        """Whether a call is meant for every device that fits, as HA's intents read it: a
+        kind in an area or on a floor ("the light in the kitchen": all of them there), the
+        devices of a place said in the plural, or every one of a kind in the home ("all the
+        lights"); never when a device is named by itself."""
+        of_kind = bool(self.kinds) and not self.entity_ids
+        # Said in the singular of a place, only the kinds HA's own area sentences switch
+        # all of ("the light in the kitchen"); "the TV in the living room" is one.
+        of_place = of_kind and all(k in _PLACE_KINDS for k in self.kinds)
+        return ((self.every or of_place) and bool(self.areas or self.floors)) or (self.anywhere and of_kind)
 
     @property
     def nothing(self) -> bool:
@@ -185,7 +208,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     the domains its words point at, if any."""
     text = request.lower()
     if here:
-        text = re.sub(r"\b(in )?here\b", f"in the {here.lower()}", text)
+        text = _HERE.sub(f"in the {here.lower()}", text)
     # "Play The Office on the TV": a title names no area, kind or device; what follows it
     # does. Nor does an item for a list.
     text = _TITLE.sub("play", text)
@@ -223,8 +246,9 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     ):
         areas = frozenset({here})
     if named or areas or floors or kinds:
-        every = bool(_EVERY.search(text)) or any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
-        return Named(named, areas, floors, tuple(kinds), every=every)
+        said_all = bool(_EVERY.search(text))
+        every = said_all or any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
+        return Named(named, areas, floors, tuple(kinds), every=every, anywhere=said_all and not (areas or floors))
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     return Named(frozenset(recent), frozenset(), frozenset(), (), domains)
 
