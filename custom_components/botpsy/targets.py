@@ -87,7 +87,7 @@ def _handler(hass: HomeAssistant, intent_type: str) -> intent.IntentHandler | No
     return next((h for h in intent.async_get(hass) if h.intent_type == intent_type), None)
 
 
-def intent_slots(
+def _intent_slots(
     hass: HomeAssistant, tool: llm.IntentTool, arguments: dict[str, Any], llm_context: llm.LLMContext
 ) -> dict[str, Any]:
     """The slots `tool` passes HA's intent for `arguments`, as `IntentTool.async_call` builds them."""
@@ -124,7 +124,7 @@ async def _async_intent_targets(
         hass,
         platform=llm_context.platform,
         intent_type=tool.intent_type,
-        slots=intent_slots(hass, tool, arguments, llm_context),
+        slots=_intent_slots(hass, tool, arguments, llm_context),
         text_input=None,
         context=llm_context.context or Context(),
         language=llm_context.language or hass.config.language,

@@ -38,7 +38,7 @@ from .agents import async_builtin_agent
 from .dataset import FIXTURES
 from .fixtures import HomeFixture, load_home
 from .home_loader import async_load_home, eval_hass, snapshot
-from .run import _home_entities, _restrict
+from .run import home_entities, restrict
 from .scoring import diff
 
 # The intents whose outcome is a change of state (not a question, a timer or a list item).
@@ -144,7 +144,7 @@ async def async_generate(home: Path, out: Path, intent_names: tuple[str, ...], p
         async with eval_hass(Path(config)) as hass:
             loaded = await async_load_home(hass, fixture)
             agent = await async_builtin_agent(hass)
-            entities = _home_entities(hass)
+            entities = home_entities(hass)
             areas = [a for a in fixture.areas if any(e.area_id == a.area_id for e in fixture.entities)]
             for number, (label, sentence, here) in enumerate(sampled):
                 intent_name = label.partition(" ")[0]
@@ -153,10 +153,10 @@ async def async_generate(home: Path, out: Path, intent_names: tuple[str, ...], p
                 area = rng.choice(areas) if here and areas else None
                 device = loaded.satellite_device(area.area_id) if area else None
                 await loaded.async_reset(setup)
-                before = _restrict(snapshot(hass), entities)
+                before = restrict(snapshot(hass), entities)
                 turn = await agent.async_ask(sentence, f"gen-{number}", device)
                 await hass.async_block_till_done()
-                changes = diff(before, _restrict(snapshot(hass), entities))
+                changes = diff(before, restrict(snapshot(hass), entities))
                 if not changes or turn.error:
                     continue
                 # As the suites write it: the state, and the attributes apart.

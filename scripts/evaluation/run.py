@@ -74,7 +74,7 @@ def _area_id(fixture: HomeFixture, ref: str | None) -> str | None:
     return None
 
 
-def _home_entities(hass: HomeAssistant) -> frozenset[str]:
+def home_entities(hass: HomeAssistant) -> frozenset[str]:
     registry = er.async_get(hass)
     return frozenset(
         state.entity_id
@@ -84,7 +84,7 @@ def _home_entities(hass: HomeAssistant) -> frozenset[str]:
     )
 
 
-def _restrict(values: dict[str, dict[str, Any]], entities: frozenset[str]) -> Snapshot:
+def restrict(values: dict[str, dict[str, Any]], entities: frozenset[str]) -> Snapshot:
     """The home's entities, each flattened to {"state": ..., attribute: ...} as the scorer compares them."""
     return {
         entity_id: {"state": value["state"]}
@@ -108,7 +108,7 @@ async def _expected_intent(
     setup: dict[str, Any] = {k: dict(v) for k, v in case.setup.items()}
     for attempt in range(2):
         await home.async_reset(setup)
-        before = _restrict(snapshot(hass), entities)
+        before = restrict(snapshot(hass), entities)
         slots = {name: {"value": value, "text": str(value)} for name, value in case.intent.slots.items()}
         error = None
         facts = ""
@@ -138,7 +138,7 @@ async def _expected_intent(
                 error = f"{type(err).__name__}: {err}"
             await hass.async_block_till_done()
         break
-    after = _restrict(snapshot(hass), entities)
+    after = restrict(snapshot(hass), entities)
     changes = diff(before, after)
     # A question changes nothing: its answer is the facts of what it matched.
     return Outcome(changes, service_calls.targets, reply=facts if not changes else "", error=error), setup
@@ -187,18 +187,18 @@ async def _ask(agent: Agent, spec: AgentSpec, case: Case, device_id: str | None)
 async def _run_case(
     hass: HomeAssistant, home: LoadedHome, fixture: HomeFixture, agent: Agent, spec: AgentSpec, case: Case
 ) -> _Run:
-    entities = _home_entities(hass)
+    entities = home_entities(hass)
     area = _area_id(fixture, case.context_area)
     device_id = home.satellite_device(area) if area else None
     expected, setup = None, dict(case.setup)
     if case.intent:
         expected, setup = await _expected_intent(hass, home, case, device_id, entities)
     await home.async_reset(setup)
-    before = _restrict(snapshot(hass), entities)
+    before = restrict(snapshot(hass), entities)
     with ServiceCalls(hass, entities) as service_calls:
         turn, latency = await _ask(agent, spec, case, device_id)
         await hass.async_block_till_done()
-    after = _restrict(snapshot(hass), entities)
+    after = restrict(snapshot(hass), entities)
     outcome = Outcome(
         diff(before, after, case.ignore_changes),
         service_calls.targets,
