@@ -50,11 +50,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     parser.add_argument("--limit", type=int, help="only the first N sentences (a quick try)")
+    parser.add_argument("--per-test", type=int, help="only the first N phrasings of every test")
     return parser.parse_args(argv)
 
 
 async def evaluate(args: argparse.Namespace) -> dict[str, object]:
     suite = load_suite(args.dataset)
+    if args.per_test:
+        suite = suite.first_phrasings(args.per_test)
     if args.limit:
         suite = suite.limited(args.limit)
     spec = AgentSpec(

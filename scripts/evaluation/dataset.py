@@ -52,6 +52,15 @@ class Case:
     intent: ExpectedIntent | None = None
     # The area of the device that heard the sentence, if the case says so.
     context_area: str | None = None
+    # device-actions groups: the one entity the sentence must act on (its action unlabelled).
+    target: str | None = None
+    # ... and its area, as the group names it (public homes reuse an id in several areas).
+    target_area: str | None = None
+
+    @property
+    def group(self) -> str:
+        """The test the sentence belongs to: its phrasings ask for the same thing."""
+        return self.id.rsplit("/", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +90,19 @@ class Suite:
                 break
             homes.append(HomeCases(home.name, home.fixture, home.cases[:count]))
             count -= len(homes[-1].cases)
+        return Suite(self.name, self.format, tuple(homes))
+
+    def first_phrasings(self, count: int) -> Suite:
+        """Only the first `count` phrasings of every test (a quicker run over every test)."""
+        homes = []
+        for home in self.homes:
+            seen: dict[str, int] = {}
+            kept = []
+            for case in home.cases:
+                seen[case.group] = seen.get(case.group, 0) + 1
+                if seen[case.group] <= count:
+                    kept.append(case)
+            homes.append(HomeCases(home.name, home.fixture, tuple(kept)))
         return Suite(self.name, self.format, tuple(homes))
 
 
@@ -142,6 +164,9 @@ def _assist_home(folder: Path, suite_root: Path) -> HomeCases:
                         ignore_changes={str(k): tuple(v or ()) for k, v in (test.get("ignore_changes") or {}).items()},
                         expect_response=(response,) if isinstance(response, str) else tuple(map(str, response)),
                         context_area=test.get("context_area"),
+                        # A group naming its entity and no end state asks to act on that entity.
+                        target=str(test["entity_id"]) if "entity_id" in test and "expect_changes" not in test else None,
+                        target_area=test.get("area"),
                     )
                 )
     return HomeCases(name, fixture, tuple(cases))

@@ -69,6 +69,8 @@ class DeviceFixture:
     manufacturer: str | None = None
     model: str | None = None
     sw_version: str | None = None
+    # The id as the fixture wrote it, when another device had it too (public homes reuse ids).
+    source_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -312,12 +314,19 @@ def _areas(raw: Iterable[Any], floors: list[FloorFixture]) -> list[AreaFixture]:
 
 def _devices(raw: Iterable[Any], areas: _AreaIndex) -> list[DeviceFixture]:
     devices: list[DeviceFixture] = []
+    taken: set[str] = set()
     for item in raw:
         info = item.get("info") or {}
         name = str(item.get("name") or item.get("id"))
+        raw_id = str(item.get("id") or slugify(name))
+        device_id = next(
+            i for n in range(1, len(taken) + 2) if (i := raw_id if n == 1 else f"{raw_id}_{n}") not in taken
+        )
+        taken.add(device_id)
         devices.append(
             DeviceFixture(
-                device_id=str(item.get("id") or slugify(name)),
+                device_id=device_id,
+                source_id=raw_id if device_id != raw_id else None,
                 name=name,
                 area_id=areas.resolve(item.get("area")),
                 manufacturer=_text(info.get("manufacturer")),
@@ -328,8 +337,13 @@ def _devices(raw: Iterable[Any], areas: _AreaIndex) -> list[DeviceFixture]:
     return devices
 
 
+def _device_of(ref: str | None, area_id: str | None, devices: list[DeviceFixture]) -> DeviceFixture | None:
+    """The device an entity names: of several with that id, the one in the entity's area."""
+    same = [d for d in devices if ref in (d.device_id, d.source_id)]
+    return next((d for d in same if d.area_id == area_id), same[0] if same else None)
+
+
 def _entities(raw: Iterable[Any], areas: _AreaIndex, devices: list[DeviceFixture]) -> list[EntityFixture]:
-    by_device = {device.device_id: device for device in devices}
     taken: set[str] = set()
     entities: list[EntityFixture] = []
     for item in raw:
@@ -338,16 +352,16 @@ def _entities(raw: Iterable[Any], areas: _AreaIndex, devices: list[DeviceFixture
         name, alternates = _names(item.get("name") or (raw_id.split(".", 1)[-1].replace("_", " ") if raw_id else ""))
         entity_id = _make_entity_id(raw_id, domain, name, taken)
         domain = entity_id.split(".", 1)[0]
-        device_id = _text(item.get("device"))
         area_id = areas.resolve(item.get("area"))
-        if area_id is None and device_id in by_device:
-            area_id = by_device[device_id].area_id
+        device = _device_of(_text(item.get("device")), area_id, devices)
+        if area_id is None and device is not None:
+            area_id = device.area_id
         entities.append(
             EntityFixture(
                 entity_id=entity_id,
                 name=name,
                 area_id=area_id,
-                device_id=device_id if device_id in by_device else None,
+                device_id=device.device_id if device else None,
                 state=normalize_state(domain, item.get("state")),
                 attributes=dict(item.get("attributes") or {}),
                 aliases=tuple(dict.fromkeys([*alternates, *_aliases(item.get("aliases"))])),

@@ -16,6 +16,7 @@ class CaseResult:
     id: str
     home: str
     category: str
+    group: str
     sentence: str
     passed: bool
     failure: str | None
@@ -44,6 +45,16 @@ def summary(results: Sequence[CaseResult]) -> dict[str, Any]:
     """Passed runs over all runs (one run per sentence unless --runs says more)."""
     passed = sum(r.passed_runs for r in results)
     total = sum(r.runs for r in results)
+    return {"passed": passed, "total": total, "score": round(100 * passed / total, 1) if total else 0.0}
+
+
+def groups(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """Tests whose every phrasing passed, over all tests (a test: one request, said several ways)."""
+    by_test: dict[str, list[CaseResult]] = defaultdict(list)
+    for result in results:
+        by_test[result.group].append(result)
+    passed = sum(all(r.passed for r in group) for group in by_test.values())
+    total = len(by_test)
     return {"passed": passed, "total": total, "score": round(100 * passed / total, 1) if total else 0.0}
 
 
@@ -78,6 +89,7 @@ def build(
         "format": suite_format,
         "agent": agent,
         "summary": summary(results),
+        "groups": groups(results),
         "categories": by_category(results),
         "failures": failures(results),
         "latency": _latency(results),
@@ -87,6 +99,7 @@ def build(
         report["baseline"] = {
             "agent": {"kind": "builtin"},
             "summary": summary(baseline),
+            "groups": groups(baseline),
             "categories": by_category(baseline),
             "failures": failures(baseline),
             "cases": [r.as_dict() for r in baseline],
@@ -109,6 +122,8 @@ def markdown(report: dict[str, Any]) -> str:
 
     lines = [f"# Evaluation: {name} ({report['format']} format)", "", head, rule]
     lines.append(row("**all**", report["summary"], base["summary"] if base else None))
+    if "groups" in report:
+        lines.append(row("tests with every phrasing right", report["groups"], base.get("groups") if base else None))
     for category, figures in report["categories"].items():
         lines.append(row(category, figures, base["categories"].get(category) if base else None))
     if report.get("latency"):

@@ -29,7 +29,7 @@ from .dataset import Case, HomeCases, Suite
 from .fixtures import HomeFixture, home_from_mapping
 from .home_loader import LoadedHome, async_load_home, eval_hass, snapshot
 from .report import CaseResult
-from .scoring import Outcome, Snapshot, Verdict, diff, score_end_state, score_intent
+from .scoring import Outcome, Snapshot, Verdict, diff, score_end_state, score_intent, score_target
 
 CLOCK = datetime(2026, 1, 15, 18, 30, tzinfo=UTC)
 # Entities that are the agents' own (BotPsy's sensors), not the home's.
@@ -72,6 +72,15 @@ def _area_id(fixture: HomeFixture, ref: str | None) -> str | None:
         if ref in (area.area_id, area.name) or ref.casefold() == area.name.casefold():
             return area.area_id
     return None
+
+
+def _target_entity(fixture: HomeFixture, case: Case) -> str:
+    """The entity a device-actions group names: of the fixture's entities with that id
+    (the loader renamed repeats), the one in the group's area."""
+    same = [e for e in fixture.entities if case.target in (e.entity_id, e.source_id)]
+    area = _area_id(fixture, case.target_area)
+    entity = next((e for e in same if e.area_id == area), same[0] if same else None)
+    return entity.entity_id if entity else str(case.target)
 
 
 def home_entities(hass: HomeAssistant) -> frozenset[str]:
@@ -209,6 +218,8 @@ async def _run_case(
     )
     if expected is not None:
         verdict = score_intent(expected, outcome)
+    elif case.target:
+        verdict = score_target(_target_entity(fixture, case), outcome)
     else:
         verdict = score_end_state(
             before, after, case.expect_changes, case.ignore_changes, case.expect_response, outcome
@@ -223,6 +234,7 @@ def _merge(case: Case, runs: list[_Run]) -> CaseResult:
         id=case.id,
         home=case.home,
         category=case.category,
+        group=case.group,
         sentence=case.sentence,
         passed=all(r.verdict.passed for r in runs),
         failure=next((str(r.verdict.failure) for r in runs if r.verdict.failure), None),

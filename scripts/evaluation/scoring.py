@@ -156,6 +156,28 @@ def score_end_state(
     return Verdict(True, None, "", expected)
 
 
+def score_target(target: str, outcome: Outcome) -> Verdict:
+    """A device-actions case: the request acts on its group's entity, and on nothing else.
+
+    Acting is calling a service on it (an action on a device already in that state counts).
+    """
+    expected = {target: {}}
+    if outcome.timed_out:
+        return Verdict(False, Failure.TIMEOUT, "no answer in time", expected)
+    acted = outcome.targets | outcome.changes.keys()
+    if acted == {target}:
+        if apologises(outcome.reply):
+            return Verdict(False, Failure.APOLOGY, f"acted on {target}, but the reply apologises", expected)
+        return Verdict(True, None, "", expected)
+    if not acted:
+        cause = Failure.FORMAT_ERROR if any(not c.valid for c in outcome.calls) else Failure.NO_ACTION
+    elif target in acted:
+        cause = Failure.EXTRA_ACTION
+    else:
+        cause = Failure.WRONG_TARGET
+    return Verdict(False, cause, f"expected {target} alone; acted on {sorted(acted)}", expected)
+
+
 def score_intent(expected: Outcome, outcome: Outcome) -> Verdict:
     """An intents-suite case: the same targets and effect as HA's handling of the intent.
 

@@ -29,6 +29,14 @@ def test_shared_suites() -> None:
     here = next(c for c in intents.cases if c.sentence == "open the curtains in here to 50%")
     assert here.context_area == "Living Room"
     assert len(load_suite(SHARED / "assist-mini" / "home1-us-lock").cases) == 4
+    assert lock.target is None
+    actions = load_suite(SHARED / "device-actions")
+    assert (actions.format, len(actions.homes), len(actions.cases)) == ("assist", 37, 3962)
+    assert len({c.group for c in actions.cases}) == 1163
+    thermostat = next(c for c in actions.cases if c.sentence == "Set the living room thermostat to 72 degrees")
+    assert (thermostat.target, thermostat.group) == ("climate.thermostat", "home1-ca/hvac/0")
+    firsts = actions.first_phrasings(1)
+    assert len(firsts.cases) == 1163 and thermostat in firsts.cases
 
 
 def write(path: Path, text: str) -> None:

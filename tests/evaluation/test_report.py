@@ -8,11 +8,12 @@ from pathlib import Path
 from scripts.evaluation.report import CaseResult, build, chart, markdown, score_line
 
 
-def result(case_id: str, category: str, passed: bool, failure: str | None = None) -> CaseResult:
+def result(case_id: str, category: str, passed: bool, failure: str | None = None, group: str = "") -> CaseResult:
     return CaseResult(
         id=case_id,
         home="home",
         category=category,
+        group=group or case_id,
         sentence=f"sentence {case_id}",
         passed=passed,
         failure=failure,
@@ -34,6 +35,7 @@ def test_report_files(tmp_path: Path) -> None:
     theirs = [result("a", "light", True), result("b", "light", True), result("c", "lock", False, "no action")]
     report = build("mini", "assist", {"kind": "botpsy", "engine": "embedded"}, ours, theirs)
     assert report["summary"] == {"passed": 1, "total": 3, "score": 33.3}
+    assert report["groups"] == {"passed": 1, "total": 3, "score": 33.3}
     assert report["categories"] == {
         "light": {"passed": 1, "total": 2, "score": 50.0},
         "lock": {"passed": 0, "total": 1, "score": 0.0},
@@ -56,3 +58,12 @@ def test_report_files(tmp_path: Path) -> None:
 
     chart(report, tmp_path / "report.png")
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_test_passes_only_when_every_phrasing_does() -> None:
+    results = [result("t1/0", "light", True, group="t1"), result("t1/1", "light", False, "no action", group="t1"),
+               result("t2/0", "light", True, group="t2")]  # fmt: skip
+    report = build("homes", "assist", {"kind": "botpsy"}, results, [])
+    assert report["summary"]["passed"] == 2
+    assert report["groups"] == {"passed": 1, "total": 2, "score": 50.0}
+    assert "| tests with every phrasing right | 1/2 (50.0%) |" in markdown(report)

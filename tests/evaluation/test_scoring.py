@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripts.evaluation.scoring import Call, Failure, Outcome, diff, score_end_state, score_intent
+from scripts.evaluation.scoring import Call, Failure, Outcome, diff, score_end_state, score_intent, score_target
 
 BEFORE = {
     "light.kitchen": {"state": "off", "brightness": None, "color_mode": None},
@@ -118,3 +118,14 @@ def test_timeout_is_its_own_cause() -> None:
     outcome = Outcome({}, timed_out=True)
     assert score_end_state(BEFORE, after(), {}, {}, (), outcome).failure == Failure.TIMEOUT
     assert score_intent(SET_POSITION, outcome).failure == Failure.TIMEOUT
+
+
+def test_target_passes_on_its_entity_alone_even_when_nothing_changed() -> None:
+    assert score_target("light.kitchen", Outcome({}, {"light.kitchen"}, reply="It was already on.")).passed
+    assert score_target("light.kitchen", Outcome({"light.kitchen": {"state": "on"}}, reply="Done")).passed
+    extra = score_target("light.kitchen", Outcome({}, {"light.kitchen", "lock.front_door"}, reply="Done"))
+    assert extra.failure == Failure.EXTRA_ACTION and "lock.front_door" in extra.detail
+    assert score_target("light.kitchen", Outcome({}, {"cover.garage"})).failure == Failure.WRONG_TARGET
+    assert score_target("light.kitchen", Outcome({}, set(), reply="Which light?")).failure == Failure.NO_ACTION
+    sorry = score_target("light.kitchen", Outcome({}, {"light.kitchen"}, reply="Sorry, I could not"))
+    assert sorry.failure == Failure.APOLOGY
