@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
@@ -40,7 +41,7 @@ from .const import (
 )
 from .core.engine import TextDelta
 from .core.errors import EngineError
-from .core.formats import CallFormat, detect_format
+from .core.formats import CallFormat, ToolCall, detect_format
 from .core.policy import is_question, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in
@@ -59,15 +60,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance):
         return
     scope = Scope.of(agent.hass, chat_log, utterance)
-    if not scope.question and scope.toolbox.nothing_fits(scope.named):
-        reply: str | None = f"I found no {scope.named.describe()} that I can control, so I did nothing."
-    elif not scope.question and scope.named.nothing:
-        reply = reply_to_nothing(utterance)
-    elif not scope.question and (several := scope.toolbox.one_of_several(scope.named)):
-        names = [e.name for e in several]
-        listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
-        reply = f"Which {scope.named.describe()} do you mean: {listed}?"
-    else:
+    reply = scope.early_answer()
+    if reply is None:
         reply = await _async_rounds(agent, chat_log, scope)
         # In a bigger home, the states block shows what requests were about lately.
         agent.prompts.remember(scope.named.entity_ids | _targets_of_turn(chat_log))
@@ -105,6 +99,27 @@ class Scope:
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
 
+    def early_answer(self) -> str | None:
+        """The answer given without the model, to a request for an action that no device
+        fits, that names nothing, or that could mean one of several devices; None if
+        the model is asked."""
+        if self.question:
+            return None
+        if self.toolbox.nothing_fits(self.named):
+            return f"I found no {self.named.describe()} that I can control, so I did nothing."
+        if self.named.nothing:
+            return reply_to_nothing(self.utterance)
+        if several := self.toolbox.one_of_several(self.named):
+            names = [e.name for e in several]
+            listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
+            return f"Which {self.named.describe()} do you mean: {listed}?"
+        return None
+
+    def refuses(self, call: ToolCall, named: Named) -> bool:
+        """Whether `call` may not run: an action for a question, or on a device that does
+        not fit what the request (or the part of it being done) names."""
+        return (self.question and self.toolbox.writes(call.name)) or self.toolbox.unfit(call, named)
+
 
 def _targets_of_turn(chat_log: conversation.ChatLog) -> set[str]:
     """The devices the calls of the chat log's last turn were about."""
@@ -115,6 +130,18 @@ def _targets_of_turn(chat_log: conversation.ChatLog) -> set[str]:
         if isinstance(content, conversation.AssistantContent):
             targets |= {str(c.tool_args["entity_id"]) for c in content.tool_calls or () if "entity_id" in c.tool_args}
     return targets
+
+
+def _acted_on(result: dict[str, Any]) -> list[str]:
+    """The entities one call's result says it acted on: BotPsy's action's device, or each
+    device an HA intent reports success on."""
+    if result.get("error"):
+        return []
+    data = result.get("data")
+    if result.get("response_type") == "action_done" and isinstance(data, dict):
+        success = data.get("success") or ()
+        return [str(t.get("id")) for t in success if isinstance(t, dict) and t.get("type") == "entity"]
+    return [str(result["arguments"]["entity_id"])] if "entity_id" in result.get("arguments", {}) else []
 
 
 def _area_of_device(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str | None:
@@ -141,6 +168,8 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
     results: list[dict[str, Any]] = []
     done: list[dict[str, Any]] = []  # HA's intents that acted, as our results say it
     ran: set[str] = set()  # every call run this turn: a repeat is not run again
+    said: list[dict[str, Any]] = []  # what earlier rounds did, when a round is asked for the rest
+    named = scope.named
     for round_number in range(rounds + 1):
         # BotPsy's actions or HA's intents that failed (an intent HA refused is no less a failure).
         failed = [r for r in results if r.get("error") and toolbox.writes(r["name"])]
@@ -157,10 +186,11 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             scope.entity_ids,
             with_tools=with_tools,
             read_only=scope.question,
-            named=scope.named,
+            named=named,
             # A request for an action on what fits it is answered by a call first: a
-            # model that would rather explain the call (in text) makes it.
-            must_call=round_number == 0 and with_tools and not scope.question,
+            # model that would rather explain the call (in text) makes it; so is the
+            # rest of a request for several things.
+            must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
         )
         # After a failed action, text is held back: it could claim what did not happen.
         # The last round allows no calls: those the model still writes are not run.
@@ -173,8 +203,8 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             ran=ran,
             # Whatever the model writes, a question runs no action,
             # and no action on a device that does not fit what the request names.
-            refuse=lambda call: (scope.question and toolbox.writes(call.name)) or toolbox.unfit(call, scope.named),
-            spread=lambda call: toolbox.spread(call, scope.named),
+            refuse=partial(scope.refuses, named=named),
+            spread=partial(toolbox.spread, named=named),
         )
         # What HA's intents change is seen against the states before the round (BotPsy's
         # own tools report their changes themselves).
@@ -227,13 +257,22 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         ]
         done += [o for o in outcomes if o is not None and o.get("intent")]
         if all(outcomes):
-            return describe([o for o in outcomes if o is not None])
+            said += [o for o in outcomes if o is not None]
+            # "The kettle and the hall light", one call written: the next round does the rest.
+            acted = [e for r in new for i in _acted_on(r) if (e := toolbox.home.entity(i)) is not None]
+            rest = named.rest(acted, toolbox.actionable()) if round_number + 1 < rounds else None
+            if rest is None:
+                return describe(said)
+            named = rest
+            continue
     # BotPsy's actions, and HA's intents that failed (those that acted are in `done`).
     writes = [
         r for r in results if is_action(toolbox.compiled, r["name"]) or (r.get("error") and toolbox.writes(r["name"]))
     ]
     if actions := writes + done:
         return describe(actions)
+    if said:
+        return describe(said)
     last = chat_log.content[-1]
     if not isinstance(last, conversation.AssistantContent) or not last.content:
         return "Sorry, I could not finish that request."

@@ -121,8 +121,8 @@ class Toolbox:
         mean, if more than one (see `Named.one_of_several`)."""
         if not self.compiled:
             return []
-        actionable = {e for t in self.compiled if not t.read_only for e in t.targets}
-        return named.one_of_several(e for e in self.home.entities if e.entity_id in actionable)
+        targets = self._action_targets()
+        return named.one_of_several(e for e in self.home.entities if e.entity_id in targets)
 
     def spread(self, call: ToolCall, named: Named) -> list[ToolCall]:
         """`call`, and the same call on every other device that fits a request for every
@@ -175,13 +175,23 @@ class Toolbox:
             self.hass, call, compiled=self.compiled, others=self.others, home=self.home, llm_context=self.llm_context
         )
 
+    def _action_targets(self) -> set[str]:
+        """The devices BotPsy's own actions can act on."""
+        return {e for t in self.compiled if not t.read_only for e in t.targets}
+
+    def actionable(self) -> list[Entity]:
+        """The devices a call can act on: targets of BotPsy's actions, or of the domains
+        with services that other APIs' tools act on."""
+        targets = self._action_targets()
+        return [e for e in self.home.entities if e.entity_id in targets or e.domain in self.actionable_domains]
+
     def nothing_fits(self, named: Named) -> bool:
         """Whether the request names an area, floor or kind of device, and no device that
         BotPsy can act on fits it."""
         if not (named.areas or named.floors or named.kinds) or not self.compiled:
             return False
-        actionable = {e for t in self.compiled if not t.read_only for e in t.targets}
-        return not any(named.fits(e) for e in self.home.entities if e.entity_id in actionable)
+        targets = self._action_targets()
+        return not any(named.fits(e) for e in self.home.entities if e.entity_id in targets)
 
     def schemas(self, tools: Sequence[Tool] | None = None) -> list[dict[str, Any]]:
         """Every tool (or only `tools` of the compiled ones), in a fixed order and naming no

@@ -247,3 +247,46 @@ def test_what_goes_on_a_list_names_no_device() -> None:
     # Only what goes on a list: "add the ceiling to the scene" still names the ceiling light.
     assert named_in("add the ceiling to the scene", home).entity_ids == {"light.kitchen"}
     assert [e.entity_id for e in home if named_in("clean the kitchen", home).fits(e)] == []
+
+
+def entities(*ids: str) -> list[Entity]:
+    return [e for e in HOME if e.entity_id in ids]
+
+
+@pytest.mark.parametrize(
+    ("request_", "acted", "left"),
+    [
+        # Two devices by name: the one not acted on is left.
+        ("turn on the ceiling fan and the garage light", ["fan.ceiling"], ["light.garage"]),
+        ("switch off the TV, then the garage light", ["light.garage"], ["media_player.tv"]),
+        # A device and a kind in a place: the kind there is left, and only it.
+        ("turn on the garage light and close the curtain in the bedroom", ["light.garage"], ["cover.bedroom"]),
+        ("close the curtain in the bedroom and turn on the garage light", ["cover.bedroom"], ["light.garage"]),
+        # A kind acted on elsewhere than the place asked is not done.
+        ("pause the TV and turn on the lamps in the office", ["media_player.tv"], ["switch.lamp"]),
+    ],
+)
+def test_the_rest_of_a_request_for_several_things(request_: str, acted: list[str], left: list[str]) -> None:
+    rest = named_in(request_, HOME).rest(entities(*acted), HOME)
+    assert rest is not None
+    assert [e.entity_id for e in HOME if rest.fits(e) and e.entity_id not in acted] == left
+
+
+@pytest.mark.parametrize(
+    ("request_", "acted"),
+    [
+        ("turn on the ceiling fan", ["fan.ceiling"]),  # one thing asked
+        ("turn on the ceiling fan and the garage light", ["fan.ceiling", "light.garage"]),  # both done
+        ("turn off the lights in the garage and the kitchen", ["light.garage", "light.kitchen_cabinets"]),
+        ("turn on the TV and play some jazz", ["media_player.tv"]),  # the same device twice
+    ],
+)
+def test_nothing_is_left_of_a_request_done_whole(request_: str, acted: list[str]) -> None:
+    assert named_in(request_, HOME).rest(entities(*acted), HOME) is None
+
+
+def test_a_device_named_by_part_of_a_longer_name_is_not_named() -> None:
+    home = (*HOME, Entity("media_player.kitchen", "Kitchen", area="Kitchen"))
+    named = named_in("turn off the kitchen cabinets", home)
+    assert named.entity_ids == {"light.kitchen_cabinets"}
+    assert named_in("pause the kitchen", home).entity_ids == {"media_player.kitchen"}

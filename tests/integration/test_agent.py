@@ -233,6 +233,25 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
     assert hass.states.get("light.office_rgbw_lights").state == "on"  # type: ignore[union-attr]
 
 
+async def test_a_request_for_two_things_is_done_whole(
+    hass: HomeAssistant, agent: MockConfigEntry, tiny_model: Path
+) -> None:
+    """The model writes one call; the next round is asked for the rest, and only the rest."""
+    kitchen = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    ceiling = XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"}))
+    engine = script(agent, kitchen, ceiling)
+    speech, _conversation_id = await ask(hass, "Turn off the kitchen lights and the ceiling lights")
+    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
+        assert hass.states.get(entity_id).state == "off", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
+    assert speech == "Kitchen Lights: on → off. Ceiling Lights: on → off."
+    assert len(engine.requests) == 2
+    rest = engine.requests[1].grammar or ""
+    assert rest.startswith("root ::= calls")
+    checker = GrammarChecker(tiny_model)
+    assert checker.accepts(rest, ceiling) and not checker.accepts(rest, kitchen)
+
+
 async def test_assist_and_botpsy_together(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     await set_apis(hass, agent, ["assist", "botpsy"])
     engine = script(agent, "OK.")

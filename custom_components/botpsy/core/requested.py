@@ -10,8 +10,8 @@ answered so, without the model (English kind words; names and areas in any langu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 import re
 
@@ -97,6 +97,8 @@ _PLACE_KINDS = frozenset(
 )
 # Words that ask for every device of a kind, besides a plural.
 _EVERY = re.compile(r"\b(?:all|every|each|both)\b")
+# Words that join two requests in one ("the kettle and the hall light", "X, then Y").
+_SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
 # What is put on a list names no device either: "add clean the kitchen to my to-do list".
@@ -149,6 +151,8 @@ class Named:
     every: bool = False
     # ... in the whole home: "all", "every" or "each" said of a kind, with no place.
     anywhere: bool = False
+    # Its words join several requests ("X and Y", "X, then Y"): one call may not be all.
+    several: bool = False
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -177,6 +181,28 @@ class Named:
         # all of ("the light in the kitchen"); "the TV in the living room" is one.
         of_place = of_kind and all(k in _PLACE_KINDS for k in self.kinds)
         return ((self.every or of_place) and bool(self.areas or self.floors)) or (self.anywhere and of_kind)
+
+    def rest(self, acted: Collection[Entity], actionable: Iterable[Entity]) -> Named | None:
+        """What a request for several things names that the calls so far (on `acted`) left
+        out ("and the hallway light", after the coffee machine), if an `actionable` device
+        fits it; None when the request asked for one thing or nothing is left.
+
+        A small model writes one call where the words ask for two: the next round is
+        asked for the rest, and may act on nothing else.
+        """
+        if not self.several:
+            return None
+        done = {e.entity_id for e in acted}
+        entity_ids = self.entity_ids - done
+        kinds = tuple(
+            k for k in self.kinds if not any(replace(self, entity_ids=frozenset(), kinds=(k,)).fits(e) for e in acted)
+        )
+        if not (entity_ids or kinds):
+            return None
+        # Devices named by themselves are meant alone: their area is not asked for.
+        areas, floors = (self.areas, self.floors) if kinds else (frozenset[str](), frozenset[str]())
+        rest = replace(self, entity_ids=entity_ids, kinds=kinds, areas=areas, floors=floors)
+        return rest if any(e.entity_id not in done and rest.fits(e) for e in actionable) else None
 
     @property
     def nothing(self) -> bool:
@@ -217,13 +243,19 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     for word, kind in _SYNONYMS.items():
         text = re.sub(rf"\b{word}s?\b", kind, text)
     entities = tuple(entities)
-    named = frozenset(e.entity_id for e in entities if any(_mentions(text, n) for n in (e.name, *e.aliases)))
-    # The words of a device's name ("Kitchen Lights") name that device, not an area or a
-    # kind: "turn off the kitchen light" is about it alone.
-    for name in sorted({n.lower() for e in entities if e.entity_id in named for n in (e.name, *e.aliases)}, key=len)[
-        ::-1
-    ]:
-        text = _phrase(name).sub(" ", text)
+    # The words of a device's name ("Kitchen Lights") name that device, not an area, a
+    # kind or a device named by part of them ("Kitchen", a speaker): "turn off the kitchen
+    # lights" is about the lights alone. The longest names are found first.
+    by_name: dict[str, set[str]] = {}
+    for entity in entities:
+        for name in (entity.name, *entity.aliases):
+            by_name.setdefault(name.lower(), set()).add(entity.entity_id)
+    found: set[str] = set()
+    for name in sorted(by_name, key=len, reverse=True):
+        if _mentions(text, name):
+            found |= by_name[name]
+            text = _phrase(name).sub(" ", text)
+    named = frozenset(found)
     areas = frozenset(a for a in {e.area for e in entities if e.area} if _mentions(text, a.lower()))
     floors = frozenset(f for f in {e.floor for e in entities if e.floor} if _mentions(text, f.lower()))
     # The longest kind first ("garage door" before "door").
@@ -248,7 +280,15 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     if named or areas or floors or kinds:
         said_all = bool(_EVERY.search(text))
         every = said_all or any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
-        return Named(named, areas, floors, tuple(kinds), every=every, anywhere=said_all and not (areas or floors))
+        return Named(
+            named,
+            areas,
+            floors,
+            tuple(kinds),
+            every=every,
+            anywhere=said_all and not (areas or floors),
+            several=bool(_SEVERAL.search(text)),
+        )
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     return Named(frozenset(recent), frozenset(), frozenset(), (), domains)
 
