@@ -299,10 +299,12 @@ async def async_load_home(hass: HomeAssistant, fixture: HomeFixture) -> LoadedHo
         area_ids=dict(runtime.area_ids),
         floor_ids=dict(runtime.floor_ids),
     )
+    home.entity_ids = {entity.entity_id: entity.entity_id for entity in fixture.entities}
     for entity in fixture.entities:
-        home.entity_ids[entity.entity_id] = entity.entity_id
+        # A fixture id made valid maps to the entity; an id that two entities had stays the
+        # first one's (it exists as written).
         if entity.source_id:
-            home.entity_ids[entity.source_id] = entity.entity_id
+            home.entity_ids.setdefault(entity.source_id, entity.entity_id)
     if fixture.shopping_list:
         home.shopping_list = await _async_setup_shopping_list(hass)
     await _async_setup_helpers(hass, home)

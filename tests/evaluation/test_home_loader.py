@@ -239,6 +239,8 @@ async def test_device_action_homes_load_as_ha_places_them(ha: HomeAssistant, pat
         device = devices.async_get(entry.device_id) if entry.device_id else None
         area = entry.area_id or (device.area_id if device else None)
         assert area in (entity.area_id, device_areas.get(entity.device_id or "")), entity.entity_id
+        # Every entity, also of an id the fixture gave twice, is exposed to the agents.
+        assert async_should_expose(ha, "conversation", entity.entity_id), entity.entity_id
 
 
 @needs_shared
