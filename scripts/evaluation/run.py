@@ -103,7 +103,7 @@ def restrict(values: dict[str, dict[str, Any]], entities: frozenset[str]) -> Sna
     }
 
 
-async def _expected_intent(
+async def expected_intent(
     hass: HomeAssistant, home: LoadedHome, case: Case, device_id: str | None, entities: frozenset[str]
 ) -> tuple[Outcome, dict[str, Any]]:
     """What HA's own handling of the case's intent and slots does to the reset home.
@@ -201,7 +201,7 @@ async def _run_case(
     device_id = home.satellite_device(area) if area else None
     expected, setup = None, dict(case.setup)
     if case.intent:
-        expected, setup = await _expected_intent(hass, home, case, device_id, entities)
+        expected, setup = await expected_intent(hass, home, case, device_id, entities)
     await home.async_reset(setup)
     before = restrict(snapshot(hass), entities)
     with ServiceCalls(hass, entities) as service_calls:

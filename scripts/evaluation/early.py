@@ -1,0 +1,108 @@
+"""How often BotPsy answers before the model, and how often that answer is wrong.
+
+`python -m scripts.evaluation.early --dataset DIR [DIR ...]`: loads each home into a real
+Home Assistant (no model), runs the request's first steps as the agent does (what it
+names, then `Scope.early_answer`) on every sentence, and counts the early answers. One
+is wrong where the case expects an action: a change, a device acted on (device-actions
+groups) or an intent that HA's own handling acts with. Lists the wrong ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections import Counter
+from dataclasses import dataclass
+import json
+from pathlib import Path
+import tempfile
+
+from homeassistant.core import HomeAssistant
+
+from custom_components.botpsy.core.policy import is_question
+from custom_components.botpsy.core.requested import named_in
+from custom_components.botpsy.core.tools import compile_tools
+from custom_components.botpsy.home_snapshot import async_snapshot_home
+from custom_components.botpsy.request import Scope
+from custom_components.botpsy.toolbox import Toolbox
+
+from .dataset import Case, HomeCases, load_suite
+from .fixtures import home_from_mapping
+from .home_loader import LoadedHome, async_load_home, eval_hass
+from .run import expected_intent, home_entities
+
+
+@dataclass(slots=True)
+class EarlyAnswer:
+    case: str
+    sentence: str
+    answer: str
+    # The case wanted an action: the model was not asked for one it was expected to make.
+    wrong: bool
+
+
+async def _wants_action(hass: HomeAssistant, home: LoadedHome, case: Case, device_id: str | None) -> bool:
+    if case.intent is None:
+        return bool(case.target or case.expect_changes)
+    expected, _setup = await expected_intent(hass, home, case, device_id, home_entities(hass))
+    return bool(expected.changes or expected.targets)
+
+
+async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
+    fixture = home_from_mapping(home_cases.fixture)
+    answers = []
+    with tempfile.TemporaryDirectory(prefix="botpsy-early-") as config_dir:
+        async with eval_hass(Path(config_dir)) as hass:
+            loaded = await async_load_home(hass, fixture)
+            home = await async_snapshot_home(hass)
+            toolbox = Toolbox(compiled=list(compile_tools(home)), home=home, hass=hass)
+            areas = {a.area_id: a.name for a in fixture.areas} | {a.name: a.name for a in fixture.areas}
+            for case in home_cases.cases:
+                here = areas.get(case.context_area or "")
+                named = named_in(case.sentence, home.entities, here=here)
+                scope = Scope(case.sentence, toolbox, [], named, is_question(case.sentence))
+                if (answer := scope.early_answer()) is not None:
+                    device_id = loaded.satellite_device(case.context_area) if case.context_area else None
+                    wrong = await _wants_action(hass, loaded, case, device_id)
+                    answers.append(EarlyAnswer(case.id, case.sentence, answer, wrong))
+    return answers
+
+
+async def audit(roots: list[Path]) -> dict[str, object]:
+    suites = []
+    for root in roots:
+        suite = load_suite(root)
+        answers = [a for home in suite.homes for a in await _home_answers(home)]
+        wrong = [a for a in answers if a.wrong]
+        total = len(suite.cases)
+        suites.append(
+            {
+                "suite": suite.name,
+                "requests": total,
+                "early_answers": len(answers),
+                "wrong": len(wrong),
+                "wrong_share": round(100 * len(wrong) / total, 2) if total else 0.0,
+                "wrong_by_answer": Counter(a.answer.split(":")[0] for a in wrong).most_common(),
+                "wrong_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in wrong],
+            }
+        )
+    return {"suites": suites}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m scripts.evaluation.early", description=__doc__)
+    parser.add_argument("--dataset", type=Path, nargs="+", required=True)
+    parser.add_argument("--out", type=Path, default=Path("out/early.json"))
+    args = parser.parse_args(argv)
+    result = asyncio.run(audit(args.dataset))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    for suite in result["suites"]:  # type: ignore[attr-defined]
+        print(
+            f"{suite['suite']}: {suite['early_answers']} early answers in {suite['requests']} requests, "
+            f"{suite['wrong']} wrong ({suite['wrong_share']} %)"
+        )
+
+
+if __name__ == "__main__":
+    main()
