@@ -339,6 +339,8 @@ def _devices(raw: Iterable[Any], areas: _AreaIndex) -> list[DeviceFixture]:
 
 def _device_of(ref: str | None, area_id: str | None, devices: list[DeviceFixture]) -> DeviceFixture | None:
     """The device an entity names: of several with that id, the one in the entity's area."""
+    if ref is None:
+        return None
     same = [d for d in devices if ref in (d.device_id, d.source_id)]
     return next((d for d in same if d.area_id == area_id), same[0] if same else None)
 

@@ -16,6 +16,7 @@ def test_a_device_id_used_twice_is_two_devices_each_entity_on_the_one_in_its_are
             "entities": [
                 {"id": "light.smart_light", "name": "Smart Light", "device": "smart_light", "area": "bedroom"},
                 {"id": "light.smart_light", "name": "Smart Light", "device": "smart_light", "area": "living_room"},
+                {"id": "light.lamp", "name": "Lamp", "area": "bedroom"},
             ],
         }
     )
@@ -26,4 +27,5 @@ def test_a_device_id_used_twice_is_two_devices_each_entity_on_the_one_in_its_are
     assert [(e.entity_id, e.device_id, e.area_id) for e in home.entities] == [
         ("light.smart_light", "smart_light_2", "bedroom"),
         ("light.smart_light_2", "smart_light", "living_room"),
+        ("light.lamp", None, "bedroom"),  # an entity of no device is on none
     ]
