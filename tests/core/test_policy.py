@@ -15,6 +15,11 @@ from custom_components.botpsy.core.policy import is_confirmation, is_question, i
         "How warm is it?",
         "Are the blinds open",
         "which lights are on",
+        "tell me, is the pump running?",
+        "Hey, is the garage open?",
+        "Can you tell me whether the back door is locked?",
+        "do you know if the heating is on",
+        "show me the temperature in the kitchen",
     ],
 )
 def test_questions_are_questions(text: str) -> None:
@@ -28,6 +33,9 @@ def test_questions_are_questions(text: str) -> None:
         "Can you turn on the light?",
         "Do you mind closing the blinds?",
         "island lights on",
+        "Hey, turn on the light",
+        "so, open the blinds",
+        "Will you close the garage?",
     ],
 )
 def test_requests_are_not_questions(text: str) -> None:

@@ -56,9 +56,20 @@ _QUESTION = re.compile(
 )
 
 
+# What a question may start with before it asks ("hey, is ...", "tell me, is the pump
+# running?", "can you tell me whether ..."): asking to be told is a question too.
+_LEAD = re.compile(r"^\s*(?:(?:hey|so|ok|okay|well|please|and)\b[\s,]*)+", re.IGNORECASE)
+_ASKING = re.compile(
+    r"^\s*(?:(?:can|could|would|will) you (?:please )?(?:tell|show|let) me|tell me|show me|let me know|"
+    r"do you know|i (?:want|would like|'d like) to know|i wonder)\b",
+    re.IGNORECASE,
+)
+
+
 def is_question(text: str) -> bool:
     """Whether the request is a question: answered from states and read tools, never by an action."""
-    return bool(_QUESTION.match(text))
+    asked = _LEAD.sub("", text)
+    return bool(_ASKING.match(asked) or _QUESTION.match(asked))
 
 
 # What people say to an assistant that asks for nothing, and its polite answer.
