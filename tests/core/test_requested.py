@@ -290,3 +290,46 @@ def test_a_device_named_by_part_of_a_longer_name_is_not_named() -> None:
     named = named_in("turn off the kitchen cabinets", home)
     assert named.entity_ids == {"light.kitchen_cabinets"}
     assert named_in("pause the kitchen", home).entity_ids == {"media_player.kitchen"}
+
+
+PLACES = (
+    Entity("light.fire_pit", "Outdoor Fire Pit Light", area="Garden"),
+    Entity("light.porch", "Smart Light", area="Front Porch"),
+    Entity("light.hall", "Smart Light", area="Hall"),
+    Entity("light.guest_1", "Bedroom Light", area="Guest Bedroom 1"),
+    Entity("light.guest_2", "Bedroom Light", area="Guest Bedroom 2"),
+    Entity("light.master", "Bedroom Light", area="Master Bedroom"),
+    Entity("vacuum.dreame", "Dreame Upstairs"),
+    Entity("media_player.echo", "Smart Speaker", area="Hall", device_class="speaker"),
+    Entity("media_player.tv", "Smart Tv", area="Hall", device_class="tv"),
+    Entity("media_player.den", "Den", area="Den"),
+    Entity("climate.office", "Office", area="Office"),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "fit"),
+    [
+        # A device by words of its name that few devices share.
+        ("turn off the light by the fire pit", ["light.fire_pit"]),
+        ("start the dreame", ["vacuum.dreame"]),
+        # A place by words of its name.
+        ("turn on the light on the porch", ["light.porch"]),
+        ("turn on the light in the guest bedroom", ["light.guest_1", "light.guest_2"]),
+        # A speaker is no TV, a TV no speaker; a player that says neither may be either.
+        ("pause the tv", ["media_player.tv", "media_player.den"]),
+        ("pause the speaker", ["media_player.echo", "media_player.den"]),
+        # What is said of what plays, or of a temperature, points at those devices.
+        ("make it quieter", ["media_player.echo", "media_player.tv", "media_player.den"]),
+        ("make it 72 F", ["climate.office"]),
+    ],
+)
+def test_devices_and_places_named_by_part_or_by_what_they_do(request_: str, fit: list[str]) -> None:
+    named = named_in(request_, PLACES)
+    assert [e.entity_id for e in PLACES if named.fits(e)] == fit
+
+
+def test_words_a_request_is_said_with_name_no_place() -> None:
+    home = (*PLACES, Entity("media_player.back", "Speaker", area="Back Bedroom"))
+    assert named_in("go back to the previous track", home).areas == frozenset()
+    assert named_in("turn off the lights in the whole house", PLACES).anywhere
