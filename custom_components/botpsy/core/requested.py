@@ -32,13 +32,6 @@ def _sensor(device_class: str) -> Callable[[Entity], bool]:
     return lambda e: e.domain == "sensor" and e.device_class == device_class
 
 
-def _player(excluded_class: str, excluded_words: str) -> Callable[[Entity], bool]:
-    """A media player, unless its class or its name says it is the other kind (a speaker
-    is no TV; a TV is no speaker); a player that says neither could be either."""
-    pattern = re.compile(rf"\b(?:{excluded_words})\b", re.I)
-    return lambda e: e.domain == "media_player" and e.device_class != excluded_class and not pattern.search(e.name)
-
-
 # Nouns that name a kind of device, and the devices of that kind.
 KINDS: dict[str, Callable[[Entity], bool]] = {
     "light": lambda e: e.domain == "light" or (e.domain == "switch" and bool(re.search(r"light|lamp", e.name, re.I))),
@@ -55,13 +48,13 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "gate": lambda e: _cover("gate")(e) or (e.domain == "lock" and "gate" in e.name.lower()),
     "door": lambda e: _cover("door", "garage", "gate")(e) or e.domain == "lock",
     "lock": _domains("lock"),
-    "thermostat": _domains("climate"),
+    "thermostat": _domains("climate", "water_heater"),
     "temperature": lambda e: e.domain in ("climate", "water_heater") or _sensor("temperature")(e),
     "heating": _domains("climate", "water_heater"),
     "humidity": lambda e: e.domain == "humidifier" or _sensor("humidity")(e),
-    "tv": _player("speaker", "speakers?|echo|sonos|homepod|soundbar|radio"),
-    "television": _player("speaker", "speakers?|echo|sonos|homepod|soundbar|radio"),
-    "speaker": _player("tv", "tv|television"),
+    "tv": _domains("media_player"),
+    "television": _domains("media_player"),
+    "speaker": _domains("media_player"),
     "music": _domains("media_player"),
     "song": _domains("media_player"),
     "volume": _domains("media_player"),
@@ -103,7 +96,7 @@ _PLACE_KINDS = frozenset(
     {"light", "lamp", "fan", "blind", "shade", "curtain", "shutter", "awning", "window", "garage door", "valve"}
 )
 # Words that ask for every device of a kind, besides a plural.
-_EVERY = re.compile(r"\b(?:all|every|each|both|everywhere|entire|whole)\b")
+_EVERY = re.compile(r"\b(?:all|every|each|both)\b")
 # Words that join two requests in one ("the kettle and the hall light", "X, then Y").
 _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 
@@ -234,67 +227,6 @@ class Named:
         return f"{kind} in the {' or '.join(places)}" if places else kind
 
 
-# Words of a request that name no device: how it is asked, not what of.
-_FILLER = frozenset(
-    _stem(w)
-    for w in (  # noqa: SIM905 (a word list, read as one)
-        "the a an and then also please can could would will you i me my our your it its this that these those "
-        "turn switch set make start stop open close on off up down in at of for to by with from into all every "
-        "each both some now want like need just again there here is are be get put let keep leave give "
-        "smart device devices thing go back last previous next ahead more less bit little"
-    ).split()
-)
-_WORDS = re.compile(r"[^\W\d_]{3,}")
-# A word of a name shared by more devices than this names none of them by itself.
-_FEW = 3
-
-
-# A temperature said as a number: "21°", "72 F", "20 degrees".
-_DEGREES = re.compile(r"\d\s*(?:°|degrees?\b|[fc]\b)")
-
-
-def _places_by_part(text: str, places: set[str]) -> frozenset[str]:
-    """The places a request names by words of their names ("the porch" for "Front Porch",
-    "the guest bedroom" for "Guest Bedroom 1" and "Guest Bedroom 2"): those with the most
-    such words, if a word of them is in few places' names; empty if none."""
-    said = {_stem(w) for w in _WORDS.findall(text)} - _FILLER - {_stem(k) for k in KINDS}
-    having: dict[str, set[str]] = {}
-    for place in places:
-        for stem in set(_stems(place)) & said:
-            having.setdefault(stem, set()).add(place)
-    score: dict[str, int] = {}
-    for named in having.values():
-        for place in named:
-            score[place] = score.get(place, 0) + 1
-    best = max(score.values(), default=0)
-    found = frozenset(p for p, n in score.items() if n == best)
-    return found if best and any(len(having[s]) <= _FEW for s in having if found & having[s]) else frozenset()
-
-
-def _named_by_part(text: str, entities: tuple[Entity, ...], kinds: Iterable[str]) -> frozenset[str]:
-    """The devices a request names by words of their names that few devices share ("the
-    fire pit" for "Outdoor Fire Pit Light", "start the Dreame" for "Dreame Upstairs"), of
-    the kinds said, if any: those with the most such words. Empty if none."""
-    said = {_stem(w) for w in _WORDS.findall(text)} - _FILLER - {_stem(k) for k in KINDS}
-    if not said:
-        return frozenset()
-    kinds = tuple(kinds)
-    having: dict[str, set[str]] = {}
-    for entity in entities:
-        if kinds and not any(KINDS[k](entity) for k in kinds):
-            continue
-        for name in (entity.name, *entity.aliases):
-            for stem in set(_stems(name)) & said:
-                having.setdefault(stem, set()).add(entity.entity_id)
-    score: dict[str, int] = {}
-    for ids in having.values():
-        if len(ids) <= _FEW:
-            for entity_id in ids:
-                score[entity_id] = score.get(entity_id, 0) + 1
-    best = max(score.values(), default=0)
-    return frozenset(e for e, n in score.items() if n == best) if best else frozenset()
-
-
 def named_in(request: str, entities: Iterable[Entity], here: str | None = None, recent: Iterable[str] = ()) -> Named:
     """The devices, areas, floors and kinds `request` names; "here" is the area `here`
     (the area of the device that heard it). A request that names none of them ("turn it
@@ -326,8 +258,6 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     named = frozenset(found)
     areas = frozenset(a for a in {e.area for e in entities if e.area} if _mentions(text, a.lower()))
     floors = frozenset(f for f in {e.floor for e in entities if e.floor} if _mentions(text, f.lower()))
-    if not (named or areas or floors):
-        areas = _places_by_part(text, {e.area for e in entities if e.area})
     # The longest kind first ("garage door" before "door").
     kinds: list[str] = []
     for kind in sorted(KINDS, key=len, reverse=True):
@@ -337,9 +267,6 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     # nor a kind that a named device is ("the Kitchen Ceiling light" is that light alone).
     areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
     if not (areas or floors):
-        kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
-    if not (named or areas or floors) and (partial := _named_by_part(text, entities, kinds)):
-        named = partial
         kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
     # A kind said without a place means the ones where the request was heard, if there
     # are any there (as HA's intents prefer the satellite's area).
@@ -363,8 +290,6 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
             several=bool(_SEVERAL.search(text)),
         )
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
-    if _DEGREES.search(text):  # "make it 72 F"
-        domains |= {"climate"}
     return Named(frozenset(recent), frozenset(), frozenset(), (), domains)
 
 
