@@ -212,6 +212,14 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
     return result
 
 
+def intent_successes(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The devices an HA intent's result says it acted on (its `success` entities)."""
+    data = result.get("data")
+    if result.get("response_type") != "action_done" or not isinstance(data, Mapping):
+        return []
+    return [t for t in data.get("success") or () if isinstance(t, Mapping) and t.get("type") == "entity"]
+
+
 def intent_outcome(
     hass: HomeAssistant, result: Mapping[str, Any], before: Mapping[str, State]
 ) -> dict[str, Any] | None:
@@ -219,10 +227,8 @@ def intent_outcome(
     `before`, if the intent acted on every target it matched; None otherwise (a failure,
     an answer to a question, another tool's result)."""
     data = result.get("data")
-    if result.get("response_type") != "action_done" or not isinstance(data, Mapping):
-        return None
-    targets = [t for t in data.get("success") or () if isinstance(t, Mapping) and t.get("type") == "entity"]
-    if data.get("failed") or not targets:
+    targets = intent_successes(result)
+    if not isinstance(data, Mapping) or data.get("failed") or not targets:
         return None
     changes = [
         asdict(change)

@@ -28,7 +28,7 @@ from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr
 
-from .actions import async_check, intent_outcome
+from .actions import async_check, intent_outcome, intent_successes
 from .confirmation import Risk, async_answer_pending, async_ask_confirmation, call_gate
 from .const import (
     CONF_CONFIRM_RISKY,
@@ -137,10 +137,8 @@ def _acted_on(result: dict[str, Any]) -> list[str]:
     device an HA intent reports success on."""
     if result.get("error"):
         return []
-    data = result.get("data")
-    if result.get("response_type") == "action_done" and isinstance(data, dict):
-        success = data.get("success") or ()
-        return [str(t.get("id")) for t in success if isinstance(t, dict) and t.get("type") == "entity"]
+    if successes := intent_successes(result):
+        return [str(t.get("id")) for t in successes]
     return [str(result["arguments"]["entity_id"])] if "entity_id" in result.get("arguments", {}) else []
 
 
@@ -271,8 +269,6 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
     ]
     if actions := writes + done:
         return describe(actions)
-    if said:
-        return describe(said)
     last = chat_log.content[-1]
     if not isinstance(last, conversation.AssistantContent) or not last.content:
         return "Sorry, I could not finish that request."

@@ -10,11 +10,11 @@ and the home loader resolves them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from slugify import slugify as _unicode_slugify
 import yaml
@@ -240,12 +240,27 @@ def _make_entity_id(raw_id: str | None, domain: str | None, name: str, taken: se
         else:
             object_part = name
         entity_id = f"{slugify(domain or 'sensor')}.{slugify(object_part) or 'unnamed'}"
-    base, number = entity_id, 2
-    while entity_id in taken:
-        entity_id = f"{base}_{number}"
+    return _unique(entity_id, taken)
+
+
+def _unique(wanted: str, taken: set[str]) -> str:
+    """`wanted`, or `wanted_2`, `wanted_3`... if taken; taken from then on."""
+    result, number = wanted, 2
+    while result in taken:
+        result = f"{wanted}_{number}"
         number += 1
-    taken.add(entity_id)
-    return entity_id
+    taken.add(result)
+    return result
+
+
+class _InArea(Protocol):
+    @property
+    def area_id(self) -> str | None: ...
+
+
+def in_area[T: _InArea](same: Sequence[T], area_id: str | None) -> T | None:
+    """Of fixture items that share an id, the one in `area_id` (else the first)."""
+    return next((item for item in same if item.area_id == area_id), same[0] if same else None)
 
 
 class _AreaIndex:
@@ -319,10 +334,7 @@ def _devices(raw: Iterable[Any], areas: _AreaIndex) -> list[DeviceFixture]:
         info = item.get("info") or {}
         name = str(item.get("name") or item.get("id"))
         raw_id = str(item.get("id") or slugify(name))
-        device_id = next(
-            i for n in range(1, len(taken) + 2) if (i := raw_id if n == 1 else f"{raw_id}_{n}") not in taken
-        )
-        taken.add(device_id)
+        device_id = _unique(raw_id, taken)
         devices.append(
             DeviceFixture(
                 device_id=device_id,
@@ -339,10 +351,7 @@ def _devices(raw: Iterable[Any], areas: _AreaIndex) -> list[DeviceFixture]:
 
 def _device_of(ref: str | None, area_id: str | None, devices: list[DeviceFixture]) -> DeviceFixture | None:
     """The device an entity names: of several with that id, the one in the entity's area."""
-    if ref is None:
-        return None
-    same = [d for d in devices if ref in (d.device_id, d.source_id)]
-    return next((d for d in same if d.area_id == area_id), same[0] if same else None)
+    return in_area([d for d in devices if ref in (d.device_id, d.source_id)], area_id) if ref else None
 
 
 def _entities(raw: Iterable[Any], areas: _AreaIndex, devices: list[DeviceFixture]) -> list[EntityFixture]:

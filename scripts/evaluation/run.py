@@ -26,7 +26,7 @@ from homeassistant.util import dt as dt_util
 
 from .agents import Agent, ServiceCalls, Turn, async_botpsy_agent, async_builtin_agent
 from .dataset import Case, HomeCases, Suite
-from .fixtures import HomeFixture, home_from_mapping
+from .fixtures import HomeFixture, home_from_mapping, in_area
 from .home_loader import LoadedHome, async_load_home, eval_hass, snapshot
 from .report import CaseResult
 from .scoring import Outcome, Snapshot, Verdict, diff, score_end_state, score_intent, score_target
@@ -78,8 +78,7 @@ def _target_entity(fixture: HomeFixture, case: Case) -> str:
     """The entity a device-actions group names: of the fixture's entities with that id
     (the loader renamed repeats), the one in the group's area."""
     same = [e for e in fixture.entities if case.target in (e.entity_id, e.source_id)]
-    area = _area_id(fixture, case.target_area)
-    entity = next((e for e in same if e.area_id == area), same[0] if same else None)
+    entity = in_area(same, _area_id(fixture, case.target_area))
     return entity.entity_id if entity else str(case.target)
 
 

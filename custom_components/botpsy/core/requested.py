@@ -251,8 +251,8 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
         for name in (entity.name, *entity.aliases):
             by_name.setdefault(name.lower(), set()).add(entity.entity_id)
     found: set[str] = set()
-    for name in sorted(by_name, key=len, reverse=True):
-        if _mentions(text, name):
+    for name in sorted((n for n in by_name if _mentions(text, n)), key=len, reverse=True):
+        if _mentions(text, name):  # not inside a longer name found before
             found |= by_name[name]
             text = _phrase(name).sub(" ", text)
     named = frozenset(found)
