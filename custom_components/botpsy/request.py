@@ -110,7 +110,9 @@ class Scope:
         if self.named.nothing:
             return reply_to_nothing(self.utterance)
         if several := self.toolbox.one_of_several(self.named):
-            names = [e.name for e in several]
+            # Devices of the same name are told apart by their areas.
+            repeated = {e.name for e in several if [o.name for o in several].count(e.name) > 1}
+            names = [f"{e.name} in the {e.area}" if e.name in repeated and e.area else e.name for e in several]
             listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
             return f"Which {self.named.describe()} do you mean: {listed}?"
         return None

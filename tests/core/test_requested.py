@@ -290,3 +290,66 @@ def test_a_device_named_by_part_of_a_longer_name_is_not_named() -> None:
     named = named_in("turn off the kitchen cabinets", home)
     assert named.entity_ids == {"light.kitchen_cabinets"}
     assert named_in("pause the kitchen", home).entity_ids == {"media_player.kitchen"}
+
+
+PLACES = (
+    Entity("light.fire_pit", "Outdoor Fire Pit", area="Garden"),
+    Entity("light.porch", "Smart Light", area="Front Porch"),
+    Entity("light.hall", "Smart Light", area="Hall"),
+    Entity("vacuum.dreame", "Dreame Upstairs"),
+    Entity("media_player.echo", "Smart Speaker", area="Hall", device_class="speaker"),
+    Entity("media_player.tv", "Smart Tv", area="Hall", device_class="tv"),
+    Entity("media_player.den", "Den", area="Den"),
+    Entity("climate.office", "Office", area="Office"),
+    Entity("sensor.office_temperature", "Temperature", area="Office", device_class="temperature"),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "fit"),
+    [
+        # A device by words of its name: it fits, beside the devices of the kind said.
+        ("start the dreame", ["vacuum.dreame"]),
+        ("turn off the fire pit", ["light.fire_pit"]),
+        # A place by words of its name: its devices fit too; the model tells which.
+        ("turn on the porch light", ["light.fire_pit", "light.porch", "light.hall"]),
+        # A speaker is no TV, a TV no speaker; a player that says neither may be either.
+        ("pause the tv", ["media_player.tv", "media_player.den"]),
+        ("pause the speaker", ["media_player.echo", "media_player.den"]),
+        # What is said of what plays, or of a temperature, points at those devices.
+        ("make it quieter", ["media_player.echo", "media_player.tv", "media_player.den"]),
+        ("make it 72 F", ["climate.office"]),
+    ],
+)
+def test_devices_named_by_part_or_by_what_they_do(request_: str, fit: list[str]) -> None:
+    named = named_in(request_, PLACES)
+    assert [e.entity_id for e in PLACES if named.fits(e)] == fit
+    assert not named.nothing
+
+
+def test_a_request_that_names_by_part_is_not_asked_which() -> None:
+    """ "The porch light" where there are two lights: the model is asked, not the user."""
+    assert named_in("turn on the porch light", PLACES).one_of_several(PLACES) == []
+    assert len(named_in("turn on the light", PLACES).one_of_several(PLACES)) == 3
+
+
+def test_words_a_request_is_said_with_name_nothing_by_part() -> None:
+    home = (*PLACES, Entity("light.back", "Turn Light", area="Back Bedroom"))
+    assert named_in("turn it up a bit, please", home).partly == frozenset()
+    assert named_in("turn off the lights in the whole house", PLACES).anywhere
+    assert named_in("start the dishwasher", PLACES).nothing  # no such device, no word of one
+
+
+def test_one_called_by_the_kind_said_is_not_asked_which() -> None:
+    """ "Pause the TV" with a Projector and a Smart TV: the model is asked, with the TV."""
+    home = (
+        Entity("media_player.projector", "Projector", area="Den"),
+        Entity("media_player.tv", "Smart TV", area="Hall"),
+        Entity("switch.plug", "Smart Plug"),
+        Entity("valve.garden", "Garden Valve"),
+    )
+    assert named_in("pause the tv", home).one_of_several(home) == []
+    two = (*home, Entity("media_player.den", "Den TV", area="Den"))
+    assert len(named_in("pause the tv", two).one_of_several(two)) == 3  # two called so: asked
+    assert [e.entity_id for e in named_in("turn on the sprinkler", home).one_of_several(home)] == []
+    assert [e.entity_id for e in home if named_in("turn on the sprinkler", home).fits(e)] == ["valve.garden"]

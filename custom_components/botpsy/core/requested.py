@@ -32,6 +32,16 @@ def _sensor(device_class: str) -> Callable[[Entity], bool]:
     return lambda e: e.domain == "sensor" and e.device_class == device_class
 
 
+def _player(excluded_class: str, excluded_words: str) -> Callable[[Entity], bool]:
+    """A media player, unless its class or its name says it is the other kind (a speaker
+    is no TV; a TV is no speaker); a player that says neither could be either."""
+    pattern = re.compile(rf"\b(?:{excluded_words})\b", re.I)
+    return lambda e: e.domain == "media_player" and e.device_class != excluded_class and not pattern.search(e.name)
+
+
+_SPEAKER_WORDS = "speakers?|echo|sonos|homepod|soundbar|radio"
+
+
 # Nouns that name a kind of device, and the devices of that kind.
 KINDS: dict[str, Callable[[Entity], bool]] = {
     "light": lambda e: e.domain == "light" or (e.domain == "switch" and bool(re.search(r"light|lamp", e.name, re.I))),
@@ -48,13 +58,14 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "gate": lambda e: _cover("gate")(e) or (e.domain == "lock" and "gate" in e.name.lower()),
     "door": lambda e: _cover("door", "garage", "gate")(e) or e.domain == "lock",
     "lock": _domains("lock"),
-    "thermostat": _domains("climate", "water_heater"),
+    # A water heater heats, but is no thermostat.
+    "thermostat": _domains("climate"),
     "temperature": lambda e: e.domain in ("climate", "water_heater") or _sensor("temperature")(e),
     "heating": _domains("climate", "water_heater"),
     "humidity": lambda e: e.domain == "humidifier" or _sensor("humidity")(e),
-    "tv": _domains("media_player"),
-    "television": _domains("media_player"),
-    "speaker": _domains("media_player"),
+    "tv": _player("speaker", _SPEAKER_WORDS),
+    "television": _player("speaker", _SPEAKER_WORDS),
+    "speaker": _player("tv", "tv|television"),
     "music": _domains("media_player"),
     "song": _domains("media_player"),
     "volume": _domains("media_player"),
@@ -68,7 +79,9 @@ KINDS: dict[str, Callable[[Entity], bool]] = {
     "cleaning": _domains("vacuum"),
     "mop": _domains("vacuum"),
     "valve": _domains("valve"),
-    "sprinkler": _domains("valve", "switch"),
+    # A sprinkler is a valve, or a switch its name says waters ("Smart Plug" does not).
+    "sprinkler": lambda e: e.domain == "valve"
+    or (e.domain == "switch" and bool(re.search(r"sprinkler|irrigation|water", e.name, re.I))),
     "alarm": _domains("alarm_control_panel"),
 }
 _SYNONYMS = {
@@ -96,7 +109,7 @@ _PLACE_KINDS = frozenset(
     {"light", "lamp", "fan", "blind", "shade", "curtain", "shutter", "awning", "window", "garage door", "valve"}
 )
 # Words that ask for every device of a kind, besides a plural.
-_EVERY = re.compile(r"\b(?:all|every|each|both)\b")
+_EVERY = re.compile(r"\b(?:all|every|each|both|everywhere|entire|whole)\b")
 # Words that join two requests in one ("the kettle and the hall light", "X, then Y").
 _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 
@@ -153,6 +166,10 @@ class Named:
     anywhere: bool = False
     # Its words join several requests ("X and Y", "X, then Y"): one call may not be all.
     several: bool = False
+    # Devices it may mean by words of their names or of their area's ("start the Dreame"
+    # for "Dreame Upstairs", "the porch light" for a light in the Front Porch), when it
+    # names no device or place whole: they fit too, and no rule answers before the model.
+    partly: frozenset[str] = frozenset()
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -164,6 +181,8 @@ class Named:
         )
         if entity.entity_id in self.entity_ids:
             return in_place  # "the TV in the kitchen" is not the living room's TV
+        if entity.entity_id in self.partly:
+            return True
         if self.areas or self.floors or self.kinds:
             return in_place and (not self.kinds or any(KINDS[k](entity) for k in self.kinds))
         if self.domains is None:
@@ -207,24 +226,68 @@ class Named:
     @property
     def nothing(self) -> bool:
         """Whether the request names nothing and its words point at no kind of device."""
-        return self.domains == frozenset() and not self.entity_ids
+        return self.domains == frozenset() and not (self.entity_ids or self.partly)
 
     def one_of_several(self, entities: Iterable[Entity]) -> list[Entity]:
         """The devices a request for one device of a kind, anywhere ("set the thermostat
         to 21"), could mean, if it could mean more than one; as HA's intents, it is
         then asked which, not guessed. Empty when the request is not of that sort."""
-        if self.every or self.entity_ids or self.areas or self.floors or not self.kinds:
+        if self.every or self.entity_ids or self.areas or self.floors or self.partly or not self.kinds:
             return []
         if any(k in _MEDIA_WORDS for k in self.kinds):  # "skip this song": the one playing
             return []
         fitting = [e for e in entities if self.fits(e)]
-        return fitting if len(fitting) > 1 else []
+        # One of them called by the kind said ("the TV": Smart TV, not the Projector): the
+        # model is given them all, and the name to go by.
+        called = [e for e in fitting if any(_mentions(e.name.lower(), k) for k in self.kinds)]
+        return fitting if len(fitting) > 1 and len(called) != 1 else []
 
     def describe(self) -> str:
         """What was asked for, for a reply that nothing fits ("fan in the Kitchen")."""
         kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else "device"
         places = sorted(self.areas | self.floors)
         return f"{kind} in the {' or '.join(places)}" if places else kind
+
+
+# Words of a request that name no device: how it is asked, not what of.
+_FILLER = frozenset(
+    _stem(w)
+    for w in (  # noqa: SIM905 (a word list, read as one)
+        "the a an and then also please can could would will you i me my our your it its this that these those "
+        "turn switch set make start stop open close on off up down in at of for to by with from into all every "
+        "each both some now want like need just again there here is are be get put let keep leave give "
+        "lock unlock dim brighten raise lower pause resume mute unmute activate deactivate enable disable run "
+        "smart device devices thing go back last previous next ahead more less bit little percent degree degrees "
+        "room area house home"
+    ).split()
+)
+_WORDS = re.compile(r"[^\W\d_]{3,}")
+# A word shared by more names than this names none of them by itself.
+_FEW = 3
+# A temperature said as a number: "21°", "72 F".
+_DEGREES = re.compile(r"\d\s*(?:°|[fc]\b)")
+
+
+def _named_by_part(text: str, entities: tuple[Entity, ...]) -> frozenset[str]:
+    """The devices whose names (or whose area's name) have a word of `text` that few
+    names share, besides the words that say how or of what kind a request is."""
+    for kind in KINDS:  # "the garage door" names a kind, not the Garage
+        text = _phrase(kind).sub(" ", text)
+    said = {_stem(w) for w in _WORDS.findall(text)} - _FILLER
+    if not said:
+        return frozenset()
+    having: dict[str, set[str]] = {}
+    for entity in entities:
+        for name in (entity.name, *entity.aliases):
+            for stem in set(_stems(name)) & said:
+                having.setdefault(stem, set()).add(entity.entity_id)
+    places: dict[str, set[str]] = {}
+    for entity in entities:
+        for stem in set(_stems(entity.area or "")) & said:
+            places.setdefault(stem, set()).add(entity.area or "")
+    found = {e for ids in having.values() if len(ids) <= _FEW for e in ids}
+    found |= {e.entity_id for e in entities for areas in places.values() if len(areas) <= _FEW and e.area in areas}
+    return frozenset(found)
 
 
 def named_in(request: str, entities: Iterable[Entity], here: str | None = None, recent: Iterable[str] = ()) -> Named:
@@ -277,6 +340,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
         and any(e.area == here and KINDS[k](e) for e in entities for k in kinds)
     ):
         areas = frozenset({here})
+    partly = frozenset() if named or areas or floors else _named_by_part(text, entities)
     if named or areas or floors or kinds:
         said_all = bool(_EVERY.search(text))
         every = said_all or any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
@@ -288,9 +352,12 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
             every=every,
             anywhere=said_all and not (areas or floors),
             several=bool(_SEVERAL.search(text)),
+            partly=partly,
         )
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
-    return Named(frozenset(recent), frozenset(), frozenset(), (), domains)
+    if _DEGREES.search(text):  # "make it 72 F"
+        domains |= {"climate"}
+    return Named(frozenset(recent), frozenset(), frozenset(), (), domains, partly=partly)
 
 
 # A request that names nothing: every device fits.
