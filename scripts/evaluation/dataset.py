@@ -7,7 +7,11 @@
   newer layout `<IntentName>/<case>.yaml`, each file with its own small home
   (`entities:`) and tests with `sentences` and `slots`.
 
-Every sentence is one case. Nothing here imports Home Assistant.
+Every sentence is one case. An assist file may also give `conversations:` (follow-ups),
+each a list of `turns` (`sentence`, `expect_changes`, `expect_response`) said one after
+another in one conversation, the home's state carried from turn to turn; each turn is a
+case, and a conversation is a test whose "phrasings" are its turns. Nothing here imports
+Home Assistant.
 """
 
 from __future__ import annotations
@@ -56,6 +60,14 @@ class Case:
     target: str | None = None
     # ... and its area, as the group names it (public homes reuse an id in several areas).
     target_area: str | None = None
+    # A turn of a conversation (its number): said after the turns before it, in the same
+    # conversation and the state they left; the home is reset before turn 0 only.
+    turn: int | None = None
+
+    @property
+    def follows(self) -> bool:
+        """Whether the case continues the conversation of the case before it."""
+        return bool(self.turn)
 
     @property
     def group(self) -> str:
@@ -100,7 +112,7 @@ class Suite:
             kept = []
             for case in home.cases:
                 seen[case.group] = seen.get(case.group, 0) + 1
-                if seen[case.group] <= count:
+                if seen[case.group] <= count or case.turn is not None:  # a conversation is whole
                     kept.append(case)
             homes.append(HomeCases(home.name, home.fixture, tuple(kept)))
         return Suite(self.name, self.format, tuple(homes))
@@ -113,8 +125,10 @@ def _read(path: Path) -> Any:
         raise DatasetError(f"{path}: {err}") from err
 
 
-def _tests(path: Path, data: Any) -> list[Mapping[str, Any]]:
+def _tests(path: Path, data: Any, *, optional: bool = False) -> list[Mapping[str, Any]]:
     tests = data.get("tests") if isinstance(data, Mapping) else None
+    if tests is None and optional:
+        return []
     if not isinstance(tests, list) or not all(isinstance(t, Mapping) for t in tests):
         raise DatasetError(f"{path}: expected a `tests:` list")
     return tests
@@ -150,7 +164,8 @@ def _assist_home(folder: Path, suite_root: Path) -> HomeCases:
             continue
         data = _read(path)
         category = str(data.get("category") or path.stem) if isinstance(data, Mapping) else path.stem
-        for t, test in enumerate(_tests(path, data)):
+        conversations = _conversations(path, data)
+        for t, test in enumerate(_tests(path, data, optional=bool(conversations))):
             response = test.get("expect_response") or ()
             for s, sentence in enumerate(_sentences(path, test)):
                 cases.append(
@@ -169,7 +184,40 @@ def _assist_home(folder: Path, suite_root: Path) -> HomeCases:
                         target_area=test.get("area"),
                     )
                 )
+        for c, conversation in enumerate(conversations):
+            for n, turn in enumerate(conversation["turns"]):
+                response = turn.get("expect_response") or ()
+                cases.append(
+                    Case(
+                        id=f"{name}/{path.stem}/{c}/{n}",
+                        home=name,
+                        category=str(conversation.get("kind") or category),
+                        sentence=str(turn["sentence"]),
+                        setup=_changes(conversation.get("setup")) if n == 0 else {},
+                        expect_changes=_changes(turn.get("expect_changes")),
+                        ignore_changes={str(k): tuple(v or ()) for k, v in (turn.get("ignore_changes") or {}).items()},
+                        expect_response=(response,) if isinstance(response, str) else tuple(map(str, response)),
+                        context_area=conversation.get("context_area"),
+                        turn=n,
+                    )
+                )
     return HomeCases(name, fixture, tuple(cases))
+
+
+def _conversations(path: Path, data: Any) -> list[Mapping[str, Any]]:
+    """A file's `conversations:`, each with a non-empty list of turns that have a sentence."""
+    conversations = data.get("conversations") if isinstance(data, Mapping) else None
+    if conversations is None:
+        return []
+    if not isinstance(conversations, list) or not all(
+        isinstance(c, Mapping)
+        and isinstance(c.get("turns"), list)
+        and c["turns"]
+        and all(isinstance(t, Mapping) and t.get("sentence") for t in c["turns"])
+        for c in conversations
+    ):
+        raise DatasetError(f"{path}: every conversation needs `turns`, each with a `sentence`")
+    return conversations
 
 
 def _intent_cases(path: Path, data: Any, home: str, intent_name: str | None) -> Iterator[Case]:
@@ -200,6 +248,8 @@ def _is_assist_home(folder: Path) -> bool:
             data = _read(path)
             tests = data.get("tests") if isinstance(data, Mapping) else None
             if isinstance(tests, list) and tests and not any(isinstance(t, Mapping) and "intent" in t for t in tests):
+                return True
+            if isinstance(data, Mapping) and data.get("conversations"):
                 return True
     return False
 

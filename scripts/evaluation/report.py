@@ -31,6 +31,8 @@ class CaseResult:
     runs: int = 1
     passed_runs: int = 0
     expected_error: str | None = None
+    # Its number in its conversation (multi-turn cases; the conversation is its group).
+    turn: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -56,6 +58,12 @@ def groups(results: Sequence[CaseResult]) -> dict[str, Any]:
     passed = sum(all(r.passed for r in group) for group in by_test.values())
     total = len(by_test)
     return {"passed": passed, "total": total, "score": round(100 * passed / total, 1) if total else 0.0}
+
+
+def conversations(results: Sequence[CaseResult]) -> dict[str, Any] | None:
+    """Conversations whose every turn passed, over all conversations; None without any."""
+    turns = [r for r in results if r.turn is not None]
+    return groups(turns) if turns else None
 
 
 def by_category(results: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
@@ -90,6 +98,7 @@ def build(
         "agent": agent,
         "summary": summary(results),
         "groups": groups(results),
+        **({"conversations": talk} if (talk := conversations(results)) else {}),
         "categories": by_category(results),
         "failures": failures(results),
         "latency": _latency(results),
@@ -100,6 +109,7 @@ def build(
             "agent": {"kind": "builtin"},
             "summary": summary(baseline),
             "groups": groups(baseline),
+            **({"conversations": talk} if (talk := conversations(baseline)) else {}),
             "categories": by_category(baseline),
             "failures": failures(baseline),
             "cases": [r.as_dict() for r in baseline],
@@ -124,6 +134,9 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append(row("**all**", report["summary"], base["summary"] if base else None))
     if "groups" in report:
         lines.append(row("tests with every phrasing right", report["groups"], base.get("groups") if base else None))
+    if "conversations" in report:
+        theirs = base.get("conversations") if base else None
+        lines.append(row("conversations with every turn right", report["conversations"], theirs))
     for category, figures in report["categories"].items():
         lines.append(row(category, figures, base["categories"].get(category) if base else None))
     if report.get("latency"):

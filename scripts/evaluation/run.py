@@ -170,14 +170,16 @@ def _facts(entity_id: str, state: str, attributes: Mapping[str, Any]) -> str:
     return state
 
 
-async def _ask(agent: Agent, spec: AgentSpec, case: Case, device_id: str | None) -> tuple[Turn | None, float]:
-    """The agent's answer (None: it timed out), confirming once if asked to and allowed."""
-    conversation_id = f"eval-{case.id}-{time.monotonic_ns()}"
+async def _ask(
+    agent: Agent, spec: AgentSpec, case: Case, device_id: str | None, conversation_id: str
+) -> tuple[Turn | None, float]:
+    """The agent's answer (None: it timed out), confirming once if asked to and allowed
+    (not in a conversation: its own turns say yes or no)."""
     started = time.perf_counter()
     try:
         async with asyncio.timeout(spec.timeout_s):
             turn = await agent.async_ask(case.sentence, conversation_id, device_id)
-            if spec.confirm and turn.asks_back:
+            if spec.confirm and turn.asks_back and case.turn is None:
                 second = await agent.async_ask("yes", conversation_id, device_id)
                 turn = Turn(
                     reply=f"{turn.reply} / {second.reply}",
@@ -193,18 +195,27 @@ async def _ask(agent: Agent, spec: AgentSpec, case: Case, device_id: str | None)
 
 
 async def _run_case(
-    hass: HomeAssistant, home: LoadedHome, fixture: HomeFixture, agent: Agent, spec: AgentSpec, case: Case
+    hass: HomeAssistant,
+    home: LoadedHome,
+    fixture: HomeFixture,
+    agent: Agent,
+    spec: AgentSpec,
+    case: Case,
+    conversation_id: str,
 ) -> _Run:
+    """One sentence in `conversation_id`; from the fixture's state and the case's setup,
+    or, for a later turn of a conversation, from the state the turn before left."""
     entities = home_entities(hass)
     area = _area_id(fixture, case.context_area)
     device_id = home.satellite_device(area) if area else None
     expected, setup = None, dict(case.setup)
     if case.intent:
         expected, setup = await expected_intent(hass, home, case, device_id, entities)
-    await home.async_reset(setup)
+    if not case.follows:
+        await home.async_reset(setup)
     before = restrict(snapshot(hass), entities)
     with ServiceCalls(hass, entities) as service_calls:
-        turn, latency = await _ask(agent, spec, case, device_id)
+        turn, latency = await _ask(agent, spec, case, device_id, conversation_id)
         await hass.async_block_till_done()
     after = restrict(snapshot(hass), entities)
     outcome = Outcome(
@@ -248,6 +259,7 @@ def _merge(case: Case, runs: list[_Run]) -> CaseResult:
         runs=len(runs),
         passed_runs=sum(r.verdict.passed for r in runs),
         expected_error=first.expected_error,
+        turn=case.turn,
     )
 
 
@@ -269,9 +281,18 @@ async def async_run_home(
         async with eval_hass(Path(config_dir)) as hass:
             home = await async_load_home(hass, fixture)
             agent = await _make_agent(hass, spec)
+            conversation_id = ""
             for case in home_cases.cases:
                 await agent.async_settle()
-                case_runs = [await _run_case(hass, home, fixture, agent, spec, case) for _ in range(runs)]
+                if case.turn is not None:  # a conversation runs once, turn after turn
+                    if not case.follows:
+                        conversation_id = f"eval-{case.group}-{time.monotonic_ns()}"
+                    case_runs = [await _run_case(hass, home, fixture, agent, spec, case, conversation_id)]
+                else:
+                    case_runs = [
+                        await _run_case(hass, home, fixture, agent, spec, case, f"eval-{case.id}-{time.monotonic_ns()}")
+                        for _ in range(runs)
+                    ]
                 result = _merge(case, case_runs)
                 results.append(result)
                 progress(result)

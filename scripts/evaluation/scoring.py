@@ -74,8 +74,29 @@ class Verdict:
     expected_changes: Changes
 
 
+def _in_range(expected: Mapping[str, Any], value: Any) -> bool:
+    """`value` within a case's range (`below`, `above`, `between: [low, high]`)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    low, high = expected.get("between") or (None, None)
+    return (
+        ("below" not in expected or number < float(expected["below"]))
+        and ("above" not in expected or number > float(expected["above"]))
+        and (low is None or float(low) <= number <= float(high))
+    )
+
+
+RANGE_KEYS = frozenset({"below", "above", "between"})
+
+
 def same(a: Any, b: Any) -> bool:
-    """Equal as the original scorer compares (str() equal too), numbers within rounding."""
+    """Equal as the original scorer compares (str() equal too), numbers within rounding;
+    an expected range (`{below: 200}`, for "dimmer") holds the values in it."""
+    for expected, value in ((a, b), (b, a)):
+        if isinstance(expected, Mapping) and expected and expected.keys() <= RANGE_KEYS:
+            return _in_range(expected, value)
     if isinstance(a, tuple | list) and isinstance(b, tuple | list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if a == b or str(a) == str(b):

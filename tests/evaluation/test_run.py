@@ -11,9 +11,9 @@ from custom_components.botpsy.const import DEFAULT_SUBENTRIES
 from scripts.evaluation.__main__ import TOOLS, parse_args
 from scripts.evaluation.agents import Turn, _subentry
 from scripts.evaluation.dataset import Case, load_suite
-from scripts.evaluation.report import CaseResult
+from scripts.evaluation.report import CaseResult, conversations
 from scripts.evaluation.run import AgentSpec, _ask, async_run_suite
-from scripts.evaluation.scoring import Call
+from scripts.evaluation.scoring import Call, same
 
 ASSIST_FIXTURES = """
 areas: [{name: Kitchen, id: kitchen}, {name: Office, id: office}]
@@ -99,7 +99,7 @@ class AskingAgent:
 async def test_confirm_answers_yes_once(confirm: bool) -> None:
     agent = AskingAgent()
     case = Case(id="c", home="h", category="lock", sentence="unlock the front door")
-    turn, _latency = await _ask(agent, AgentSpec(kind="botpsy", confirm=confirm), case, None)
+    turn, _latency = await _ask(agent, AgentSpec(kind="botpsy", confirm=confirm), case, None, "conversation-1")
     assert turn is not None
     if confirm:
         assert [text for text, _ in agent.heard] == ["unlock the front door", "yes"]
@@ -109,6 +109,56 @@ async def test_confirm_answers_yes_once(confirm: bool) -> None:
     else:
         assert [text for text, _ in agent.heard] == ["unlock the front door"]
         assert turn.asks_back and not turn.calls
+
+
+async def test_a_conversation_is_not_confirmed_for() -> None:
+    """In a conversation the user's own next turn says yes (or not): the harness does not."""
+    agent = AskingAgent()
+    case = Case(id="c/0", home="h", category="lock", sentence="unlock the front door", turn=0)
+    turn, _latency = await _ask(agent, AgentSpec(kind="botpsy", confirm=True), case, None, "conversation-1")
+    assert turn is not None and turn.asks_back and agent.heard == [("unlock the front door", "conversation-1")]
+
+
+CONVERSATIONS = """
+category: follow-ups
+conversations:
+  - kind: repeat
+    turns:
+      - sentence: Turn on the kitchen light
+        expect_changes: {light.kitchen_light: {state: "on", attributes: {color_mode: onoff}}}
+      # The state carries over: the light is on already, so nothing changes.
+      - {sentence: Turn on the kitchen light, expect_changes: {}}
+      - sentence: Turn off the kitchen light
+        expect_changes: {light.kitchen_light: {state: "off", attributes: {color_mode: null}}}
+  - kind: repeat
+    turns:
+      # A new conversation starts from the fixture's state again.
+      - {sentence: Turn off the kitchen light, expect_changes: {}}
+"""
+
+
+async def test_conversations_carry_state_from_turn_to_turn(tmp_path: Path) -> None:
+    suite = write(tmp_path / "talk", {"home/_fixtures.yaml": ASSIST_FIXTURES, "home/talk.yaml": CONVERSATIONS})
+    loaded = load_suite(suite)
+    assert [(c.id, c.turn, c.group) for c in loaded.cases][:2] == [
+        ("home/talk/0/0", 0, "home/talk/0"),
+        ("home/talk/0/1", 1, "home/talk/0"),
+    ]
+    assert len(loaded.first_phrasings(1).cases) == 4  # a conversation is kept whole
+    results = await run(suite)
+    assert [(r.id, r.passed, r.category) for r in results] == [
+        ("home/talk/0/0", True, "repeat"),
+        ("home/talk/0/1", True, "repeat"),
+        ("home/talk/0/2", True, "repeat"),
+        ("home/talk/1/0", True, "repeat"),
+    ]
+    assert conversations(results) == {"passed": 2, "total": 2, "score": 100.0}
+    assert conversations([r for r in results if r.turn is None]) is None
+
+
+def test_an_expected_range_holds_the_values_in_it() -> None:
+    assert same({"below": 200}, 128) and not same({"below": 200}, 255) and not same(128, {"above": 128})
+    assert same({"between": [18, 20]}, "19.5") and not same({"between": [18, 20]}, None)
 
 
 async def test_newer_intents_layout_through_the_builtin_agent(tmp_path: Path) -> None:
