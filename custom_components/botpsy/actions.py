@@ -87,6 +87,44 @@ def live_state(hass: HomeAssistant, entity_id: str) -> dict[str, Any] | None:
     return {"entity_id": entity_id, "name": state.name, "state": state.state, **_reported(state)}
 
 
+# What a state does not tell: a list's items, a forecast, the coming events. HA's own
+# services read them (as its LLM tools and intents do); the service, what it is given,
+# and where its answer is. A question's get_state carries the first few.
+_CONTENTS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "todo": ("get_items", {"status": ["needs_action"]}, "items"),
+    "weather": ("get_forecasts", {"type": "daily"}, "forecast"),
+    "calendar": ("get_events", {"duration": {"days": 7}}, "events"),
+}
+_CONTENT_ITEMS = 10
+# Of each item, what answers a question: the rest is noise for a small model.
+_CONTENT_FIELDS = (
+    "summary", "status", "due", "start", "end", "location",
+    "datetime", "condition", "temperature", "templow", "precipitation_probability", "precipitation", "wind_speed",
+)  # fmt: skip
+
+
+async def async_contents(hass: HomeAssistant, entity_id: str, context: Context) -> dict[str, Any]:
+    """What `entity_id` holds beyond its state (a to-do list's open items, a weather
+    forecast, a calendar's events of the next 7 days), read through HA's own service as
+    the asking user; empty for other domains or when the entity cannot tell."""
+    domain = entity_id.split(".", 1)[0]
+    if domain not in _CONTENTS:
+        return {}
+    service, data, key = _CONTENTS[domain]
+    if not hass.services.has_service(domain, service):
+        return {}
+    try:
+        response = await hass.services.async_call(
+            domain, service, {"entity_id": entity_id, **data}, blocking=True, context=context, return_response=True
+        )
+    except (HomeAssistantError, probatio.Invalid) as err:
+        return {f"{key}_error": str(err)}
+    found = cast(dict[str, Any], response or {}).get(entity_id) or {}
+    items = [{f: item[f] for f in _CONTENT_FIELDS if item.get(f) not in (None, "")} for item in found.get(key, [])]
+    more = len(items) - _CONTENT_ITEMS
+    return {key: items[:_CONTENT_ITEMS]} | ({f"{key}_more": more} if more > 0 else {})
+
+
 async def _async_call_service(hass: HomeAssistant, call: ValidCall, context: Context) -> None:
     """The call's service; "play X" searches the player's media and plays the first find."""
     if call.tool.service != SEARCH_AND_PLAY or MEDIA_QUERY not in call.data:
@@ -177,6 +215,8 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
     if call.tool.name == GET_STATE:
         result.executed = True
         result.state = live_state(hass, call.entity_id)
+        if result.state is not None:
+            result.state |= await async_contents(hass, call.entity_id, context)
         return result
     changed = asyncio.Event()
 

@@ -21,6 +21,7 @@ from homeassistant.helpers import (
 )
 import pytest
 
+from custom_components.botpsy.actions import async_contents
 from scripts.evaluation.fixtures import expand_template, home_from_mapping, load_home
 from scripts.evaluation.home_loader import LoadedHome, async_load_home, ensure_homes_on_path, eval_hass, snapshot
 
@@ -579,3 +580,18 @@ async def test_two_homes_in_sequence(tmp_path: Path, enable_custom_integrations:
             assert hass.states.get(f"light.l{1 - number}") is None
             await home.async_reset()
             assert state(hass, f"light.l{number}").state == "off"
+
+
+async def test_lists_forecasts_and_calendars_read_through_ha(ha: HomeAssistant) -> None:
+    """What a question about them needs (BotPsy's get_state carries it) comes from HA's own
+    services: a list's open items, a daily forecast, the events of the coming week."""
+    await async_load_home(ha, load_home(Path(__file__).resolve().parents[2] / "eval/home-contents/_fixtures.yaml"))
+    context = Context()
+    items = await async_contents(ha, "todo.chores", context)
+    assert items == {"items": [{"summary": "Water the ferns", "status": "needs_action"},
+                               {"summary": "Take out recycling", "status": "needs_action"}]}  # fmt: skip
+    forecast = (await async_contents(ha, "weather.home", context))["forecast"]
+    assert [(day["condition"], day["temperature"]) for day in forecast] == [("rainy", 9), ("snowy", 1), ("sunny", 6)]
+    events = (await async_contents(ha, "calendar.family", context))["events"]
+    assert [e["summary"] for e in events][-2:] == ["Dentist appointment", "Grandma's birthday"]
+    assert await async_contents(ha, "light.kitchen", context) == {}

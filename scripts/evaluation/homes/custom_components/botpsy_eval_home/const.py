@@ -12,6 +12,7 @@ MODELLED_DOMAINS = frozenset(
         "alarm_control_panel",
         "binary_sensor",
         "button",
+        "calendar",
         "climate",
         "cover",
         "fan",

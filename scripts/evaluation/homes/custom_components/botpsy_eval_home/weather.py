@@ -1,4 +1,5 @@
-"""Weather: read-only condition (the state), temperature, humidity, wind.
+"""Weather: read-only condition (the state), temperature, humidity, wind, and a daily
+forecast where the fixture has one (`forecast`: a list of HA forecast mappings).
 
 The fixture's units are pinned in the entity options so its numbers are shown as written.
 """
@@ -6,9 +7,9 @@ The fixture's units are pinned in the entity options so its numbers are shown as
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from homeassistant.components.weather import WeatherEntity
+from homeassistant.components.weather import Forecast, WeatherEntity, WeatherEntityFeature
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import entity_registry as er
@@ -55,10 +56,16 @@ async def async_setup_entry(
 
 
 class EvalWeather(EvalEntity, WeatherEntity):
-    """Current conditions only (no forecasts)."""
+    """Current conditions, and the fixture's daily forecast if it has one."""
+
+    _eval_feature_class = WeatherEntityFeature
+
+    def _eval_default_features(self, attributes: Mapping[str, Any]) -> int:
+        return WeatherEntityFeature.FORECAST_DAILY if attributes.get("forecast") else 0
 
     def _eval_defaults(self, attributes: Mapping[str, Any]) -> None:
         self._attr_condition = None
+        self._eval_forecast: list[Forecast] = []
         for field in (*_UNITS.values(), *_VALUES.values()):
             setattr(self, field, None)
 
@@ -69,6 +76,12 @@ class EvalWeather(EvalEntity, WeatherEntity):
         for key, field in _VALUES.items():
             if key in attributes:
                 setattr(self, field, as_number(attributes.pop(key)))
+        if isinstance(forecast := attributes.pop("forecast", None), list):
+            self._eval_forecast = [cast(Forecast, dict(day)) for day in forecast if isinstance(day, Mapping)]
         if state is not None:
             self._attr_condition = state
         return True
+
+    async def async_forecast_daily(self) -> list[Forecast] | None:
+        """The fixture's forecast."""
+        return self._eval_forecast or None
