@@ -56,3 +56,28 @@ def test_a_malformed_call_is_said_without_its_syntax_or_length() -> None:
     assert "I did not change a device I could not make out: unknown entity" in reply
     assert len(reply) < 400
     assert "I did not change l\u0456ght.k\u0456tchen: no such entity." in reply  # another script is still said
+
+
+def test_a_question_about_a_list_a_forecast_or_a_calendar_is_answered_with_what_it_holds() -> None:
+    items = {
+        "entity_id": "todo.shopping",
+        "name": "Shopping",
+        "state": "2",
+        "items": [{"summary": "Eggs"}, {"summary": "Tea"}],
+    }
+    assert describe_states([{"state": items}]) == "Shopping: Eggs, Tea."
+    assert describe_states([{"state": {**items, "items": []}}]) == "Shopping has nothing on it."
+    events = [
+        {"summary": "Dentist", "start": "2026-12-03T09:00:00+01:00"},
+        {"summary": "Birthday", "start": "2026-12-05"},
+    ]
+    family = {"entity_id": "calendar.family", "name": "Family", "state": "off", "events": events}
+    assert describe_states([{"state": family}]) == "Family: Dentist on Thu 03 Dec at 09:00; Birthday on Sat 05 Dec."
+    forecast = [{"datetime": "2026-12-03T12:00:00+00:00", "condition": "rainy", "temperature": 9, "templow": 4,
+                 "precipitation_probability": 80}]  # fmt: skip
+    home = {"entity_id": "weather.home", "name": "Home", "state": "cloudy", "temperature": 11, "forecast": forecast}
+    assert describe_states([{"state": home}]) == (
+        "Home is cloudy, temperature 11. Forecast: Thu 03 Dec rainy, 9 (low 4), 80 % chance of precipitation."
+    )
+    # Without a forecast, a weather entity's temperature is what it is, not a target.
+    assert describe_states([{"state": {**home, "forecast": None}}]) == "Home is cloudy, temperature 11."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import date, datetime
 import re
 from typing import Any
 import unicodedata
@@ -93,15 +94,61 @@ def describe_states(results: Sequence[Mapping[str, Any]]) -> str:
     states += [s for r in results for s in r.get("entities") or () if isinstance(s, Mapping) and "state" in s]
     sentences = []
     for state in states:
+        name = state.get("name") or state.get("entity_id")
+        if (contents := _contents(name, state)) is not None:
+            sentences.append(contents)
+            continue
         unit = f" {state['unit_of_measurement']}" if state.get("unit_of_measurement") else ""
+        weather = str(state.get("entity_id", "")).startswith("weather.")
         facts = [
-            f"{label} {_attribute_value(key, state[key])}"
+            f"{'temperature' if weather and key == 'temperature' else label} {_attribute_value(key, state[key])}"
             for key, label in _FACTS.items()
             if state.get(key) is not None
         ]
-        text = f"{state.get('name') or state.get('entity_id')} is {state.get('state')}{unit}"
+        text = f"{name} is {state.get('state')}{unit}"
         sentences.append(f"{text}, {', '.join(facts)}." if facts else f"{text}.")
     return " ".join(dict.fromkeys(sentences))
+
+
+def _contents(name: Any, state: Mapping[str, Any]) -> str | None:
+    """What a list, a forecast or a calendar holds, as read (None: not one of those)."""
+    if isinstance(items := state.get("items"), list):
+        summaries = [str(i.get("summary")) for i in items if isinstance(i, Mapping) and i.get("summary")]
+        more = f" and {state['items_more']} more" if state.get("items_more") else ""
+        return f"{name}: {', '.join(summaries)}{more}." if summaries else f"{name} has nothing on it."
+    if isinstance(events := state.get("events"), list):
+        said = [f"{e.get('summary')} {_when(e.get('start'))}" for e in events if isinstance(e, Mapping)]
+        return f"{name}: {'; '.join(said)}." if said else f"{name} has no events in the next 7 days."
+    if isinstance(forecast := state.get("forecast"), list):
+        now = f"{name} is {state.get('state')}" + (
+            f", temperature {state['temperature']}" if state.get("temperature") is not None else ""
+        )
+        days = [_forecast_day(day) for day in forecast[:3] if isinstance(day, Mapping)]
+        return f"{now}. Forecast: {'; '.join(days)}." if days else f"{now}."
+    return None
+
+
+def _when(start: Any) -> str:
+    """An event's start as a person reads it ("on Thu 3 Dec at 09:00"; all day: the date)."""
+    text = str(start or "")
+    try:
+        if "T" not in text:
+            return f"on {date.fromisoformat(text):%a %d %b}"
+        return f"on {datetime.fromisoformat(text):%a %d %b at %H:%M}"
+    except ValueError:
+        return f"at {text}" if text else ""
+
+
+def _forecast_day(day: Mapping[str, Any]) -> str:
+    """One day of a forecast: its date, sky, high and low, chance of rain."""
+    when = _when(day.get("datetime")).removeprefix("on ").split(" at ")[0]
+    parts = [f"{when} {day.get('condition') or ''}".strip()]
+    if day.get("temperature") is not None:
+        low = f" (low {day['templow']})" if day.get("templow") is not None else ""
+        parts.append(f"{day['temperature']}{low}")
+    if day.get("precipitation_probability") is not None:
+        parts.append(f"{day['precipitation_probability']} % chance of precipitation")
+    return ", ".join(parts)
 
 
 def _attribute_value(name: str, value: Any) -> str:
