@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +94,11 @@ class Scope:
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
         here = _area_of_device(hass, chat_log)
         named = named_in(utterance, toolbox.home.entities, here=here, recent=recent)
-        if named.nothing and earlier:
+        if earlier and _asked_which(chat_log):
+            # The answer to "which one?" ("the one in the office", "both", "the second"):
+            # what the request before it named, narrowed by the answer.
+            named = _answer_to_which(toolbox, earlier[-1], utterance, here, recent) or named
+        elif named.nothing and earlier:
             # Names nothing and points at nothing ("turn them off"): about the turns before.
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
@@ -114,13 +118,42 @@ class Scope:
             repeated = {e.name for e in several if [o.name for o in several].count(e.name) > 1}
             names = [f"{e.name} in the {e.area}" if e.name in repeated and e.area else e.name for e in several]
             listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
-            return f"Which {self.named.describe()} do you mean: {listed}?"
+            return f"{WHICH} {self.named.describe(several)} do you mean: {listed}?"
         return None
 
     def refuses(self, call: ToolCall, named: Named) -> bool:
         """Whether `call` may not run: an action for a question, or on a device that does
         not fit what the request (or the part of it being done) names."""
         return (self.question and self.toolbox.writes(call.name)) or self.toolbox.unfit(call, named)
+
+
+# How the question that asks which device begins (answered in the next turn).
+WHICH = "Which"
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+
+
+def _asked_which(chat_log: conversation.ChatLog) -> bool:
+    """Whether the agent's last words asked which device was meant."""
+    said = [c for c in chat_log.content if isinstance(c, conversation.AssistantContent) and c.content]
+    last = said[-1].content or "" if said else ""
+    return last.startswith(f"{WHICH} ") and "do you mean" in last
+
+
+def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None, recent: list[str]) -> Named | None:
+    """What a request named, narrowed by the answer to "which do you mean?": by a place or a
+    name ("the one in the office"), by its place in the list ("the second one"), or all of
+    them ("both"); None if the answer narrows nothing (then it is a request of its own)."""
+    before = named_in(asked, toolbox.home.entities, here=here, recent=recent)
+    listed = toolbox.one_of_several(before)
+    words = set(answer.lower().replace(",", " ").split())
+    ordinal = next((_ORDINALS[w] for w in words if w in _ORDINALS), None)
+    if listed and ordinal is not None and -len(listed) <= ordinal < len(listed):
+        return replace(before, entity_ids=frozenset({listed[ordinal].entity_id}), kinds=(), every=False)
+    if listed and words & {"both", "all", "every", "each"}:
+        return replace(before, entity_ids=frozenset(e.entity_id for e in listed), kinds=(), every=True, anywhere=True)
+    narrowed = named_in(f"{asked} {answer}", toolbox.home.entities, here=here, recent=recent)
+    fitting = [e for e in listed if narrowed.fits(e)]
+    return narrowed if listed and 0 < len(fitting) < len(listed) else None
 
 
 def _targets_of_turn(chat_log: conversation.ChatLog) -> set[str]:

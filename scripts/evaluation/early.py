@@ -5,6 +5,11 @@ Home Assistant (no model), runs the request's first steps as the agent does (wha
 names, then `Scope.early_answer`) on every sentence, and counts the early answers. One
 is wrong where the case expects an action: a change, a device acted on (device-actions
 groups) or an intent that HA's own handling acts with. Lists the wrong ones.
+
+A question back ("Which Bedroom Light do you mean: … in the Master Bedroom or … in the
+Guest Bedroom?") is counted apart, as ambiguous, where no word of the request tells the
+devices listed apart and the case's target is one of them: no rule or model can know
+which one is meant (the suite's target there is one of them, by the suite's choice).
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ from collections import Counter
 from dataclasses import dataclass
 import json
 from pathlib import Path
+import re
 import tempfile
 
 from homeassistant.core import HomeAssistant
 
+from custom_components.botpsy.core.home import Entity
 from custom_components.botpsy.core.policy import is_question
 from custom_components.botpsy.core.requested import named_in
 from custom_components.botpsy.core.tools import compile_tools
@@ -29,7 +36,7 @@ from custom_components.botpsy.toolbox import Toolbox
 from .dataset import Case, HomeCases, load_suite
 from .fixtures import home_from_mapping
 from .home_loader import LoadedHome, async_load_home, eval_hass
-from .run import expected_intent, home_entities
+from .run import expected_intent, home_entities, target_entity
 
 
 @dataclass(slots=True)
@@ -39,6 +46,22 @@ class EarlyAnswer:
     answer: str
     # The case wanted an action: the model was not asked for one it was expected to make.
     wrong: bool
+    # ... but the request could mean any of the devices the answer asks between.
+    ambiguous: bool = False
+
+
+def _words(text: str) -> set[str]:
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in re.findall(r"[^\W\d_]{3,}", text.lower())}
+
+
+def _ambiguous(sentence: str, listed: list[Entity], target: str | None) -> bool:
+    """Whether no word of `sentence` is in the name or area of only some of `listed`,
+    and the case's `target` (if it names one) is one of them."""
+    if len(listed) < 2 or (target is not None and target not in {e.entity_id for e in listed}):
+        return False
+    said = _words(sentence)
+    seen = [said & _words(f"{e.name} {e.area or ''}") for e in listed]
+    return all(words == seen[0] for words in seen)
 
 
 async def _wants_action(hass: HomeAssistant, home: LoadedHome, case: Case, device_id: str | None) -> bool:
@@ -64,7 +87,9 @@ async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
                 if (answer := scope.early_answer()) is not None:
                     device_id = loaded.satellite_device(case.context_area) if case.context_area else None
                     wrong = await _wants_action(hass, loaded, case, device_id)
-                    answers.append(EarlyAnswer(case.id, case.sentence, answer, wrong))
+                    target = target_entity(fixture, case) if case.target else None
+                    ambiguous = wrong and _ambiguous(case.sentence, toolbox.one_of_several(named), target)
+                    answers.append(EarlyAnswer(case.id, case.sentence, answer, wrong and not ambiguous, ambiguous))
     return answers
 
 
@@ -74,6 +99,7 @@ async def audit(roots: list[Path]) -> dict[str, object]:
         suite = load_suite(root)
         answers = [a for home in suite.homes for a in await _home_answers(home)]
         wrong = [a for a in answers if a.wrong]
+        ambiguous = [a for a in answers if a.ambiguous]
         total = len(suite.cases)
         suites.append(
             {
@@ -84,6 +110,8 @@ async def audit(roots: list[Path]) -> dict[str, object]:
                 "wrong_share": round(100 * len(wrong) / total, 2) if total else 0.0,
                 "wrong_by_answer": Counter(a.answer.split(":")[0] for a in wrong).most_common(),
                 "wrong_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in wrong],
+                "ambiguous": len(ambiguous),
+                "ambiguous_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in ambiguous],
             }
         )
     return {"suites": suites}
@@ -100,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     for suite in result["suites"]:  # type: ignore[attr-defined]
         print(
             f"{suite['suite']}: {suite['early_answers']} early answers in {suite['requests']} requests, "
-            f"{suite['wrong']} wrong ({suite['wrong_share']} %)"
+            f"{suite['wrong']} wrong ({suite['wrong_share']} %), {suite['ambiguous']} ambiguous asked which"
         )
 
 

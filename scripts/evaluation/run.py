@@ -74,7 +74,7 @@ def _area_id(fixture: HomeFixture, ref: str | None) -> str | None:
     return None
 
 
-def _target_entity(fixture: HomeFixture, case: Case) -> str:
+def target_entity(fixture: HomeFixture, case: Case) -> str:
     """The entity a device-actions group names: of the fixture's entities with that id
     (the loader renamed repeats), the one in the group's area."""
     same = [e for e in fixture.entities if case.target in (e.entity_id, e.source_id)]
@@ -229,7 +229,7 @@ async def _run_case(
     if expected is not None:
         verdict = score_intent(expected, outcome)
     elif case.target:
-        verdict = score_target(_target_entity(fixture, case), outcome)
+        verdict = score_target(target_entity(fixture, case), outcome)
     else:
         verdict = score_end_state(
             before, after, case.expect_changes, case.ignore_changes, case.expect_response, outcome

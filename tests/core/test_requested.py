@@ -353,3 +353,37 @@ def test_one_called_by_the_kind_said_is_not_asked_which() -> None:
     assert len(named_in("pause the tv", two).one_of_several(two)) == 3  # two called so: asked
     assert [e.entity_id for e in named_in("turn on the sprinkler", home).one_of_several(home)] == []
     assert [e.entity_id for e in home if named_in("turn on the sprinkler", home).fits(e)] == ["valve.garden"]
+
+
+SAME_NAME = (
+    Entity("light.master", "Bedroom Light", area="Master Bedroom"),
+    Entity("light.guest", "Bedroom Light", area="Guest Bedroom"),
+    Entity("media_player.roof", "Smart Speaker", area="Rooftop Terrace"),
+    Entity("media_player.lounge", "Smart Speaker", area="Living Room"),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "here", "fit", "asked"),
+    [
+        # A name several devices have, told apart by the place said with it...
+        ("turn on the master bedroom light", None, ["light.master"], 0),
+        ("pause the smart speaker on the terrace", None, ["media_player.roof"], 0),
+        # ... or by where the request was heard; else asked which.
+        ("turn on the bedroom light", "Guest Bedroom", ["light.guest"], 0),
+        ("turn on the bedroom light", None, ["light.master", "light.guest"], 2),
+        # "Both" (or all) are every one of that name.
+        ("turn on both bedroom lights", None, ["light.master", "light.guest"], 0),
+    ],
+)
+def test_devices_of_one_name(request_: str, here: str | None, fit: list[str], asked: int) -> None:
+    named = named_in(request_, SAME_NAME, here=here)
+    assert [e.entity_id for e in SAME_NAME if named.fits(e)] == fit
+    assert len(named.one_of_several(SAME_NAME)) == asked
+    assert named.all_that_fit == request_.startswith("turn on both")
+
+
+def test_a_relative_request_after_an_action_is_about_what_was_acted_on() -> None:
+    home = (Entity("climate.down", "Downstairs", area="Hall"), Entity("climate.up", "Upstairs", area="Landing"))
+    assert named_in("make it one degree warmer", home, recent=["climate.down"]).entity_ids == {"climate.down"}
+    assert [e.entity_id for e in home if named_in("make it warmer", home).fits(e)] == ["climate.down", "climate.up"]

@@ -542,3 +542,31 @@ async def test_what_goes_on_a_list_is_what_the_user_said(
     invented = said.replace("oat milk", "Kind of Blue")
     assert not checker.accepts(grammar, invented)
     assert not checker.accepts(grammar, said.replace("oat milk", "please,"))
+
+
+async def test_the_answer_to_which_one_is_taken_with_the_question(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Turn on the light" -> "Which light do you mean: A, B, …?" -> "the second one": only
+    the second may be switched, and it is."""
+    script(agent)
+    speech, conversation_id = await ask(hass, "Turn on the light")
+    listed = re.split(r", | or ", speech.removeprefix("Which light do you mean: ").removesuffix("?").rstrip("…"))
+    names = {s.name: s.entity_id for s in hass.states.async_all("light")}
+    second = names[listed[1]]
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": second, "action": "turn_on"})))
+    await ask(hass, "the second one", conversation_id)
+    assert hass.states.get(second).state == "on"  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert second in grammar and not any(names[n] in grammar for n in listed if names[n] != second)
+
+
+async def test_a_relative_follow_up_is_about_the_device_just_set(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Make it a degree warmer" after setting one thermostat: that one, not every one."""
+    set_it = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 20})
+    script(agent, XML.render(set_it))
+    _speech, conversation_id = await ask(hass, "Set the heatpump to 20 degrees")
+    warmer = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 21})
+    engine = script(agent, XML.render(warmer))
+    await ask(hass, "make it one degree warmer", conversation_id)
+    assert hass.states.get("climate.heatpump").attributes["temperature"] == 21  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert "climate.heatpump" in grammar and "climate.hvac" not in grammar and "climate.ecobee" not in grammar

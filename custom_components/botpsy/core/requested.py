@@ -199,7 +199,9 @@ class Named:
         # Said in the singular of a place, only the kinds HA's own area sentences switch
         # all of ("the light in the kitchen"); "the TV in the living room" is one.
         of_place = of_kind and all(k in _PLACE_KINDS for k in self.kinds)
-        return ((self.every or of_place) and bool(self.areas or self.floors)) or (self.anywhere and of_kind)
+        # "Both", "all the ceiling lights": every device of the name said.
+        of_name = self.anywhere and len(self.entity_ids) > 1 and not self.kinds
+        return ((self.every or of_place) and bool(self.areas or self.floors)) or (self.anywhere and of_kind) or of_name
 
     def rest(self, acted: Collection[Entity], actionable: Iterable[Entity]) -> Named | None:
         """What a request for several things names that the calls so far (on `acted`) left
@@ -232,6 +234,12 @@ class Named:
         """The devices a request for one device of a kind, anywhere ("set the thermostat
         to 21"), could mean, if it could mean more than one; as HA's intents, it is
         then asked which, not guessed. Empty when the request is not of that sort."""
+        if self.entity_ids and not (self.every or self.areas or self.floors or self.kinds or self.several):
+            # One name that several devices have ("the ceiling light", in five rooms).
+            same = [e for e in entities if e.entity_id in self.entity_ids]
+            # Told apart by their areas (devices of one name in one area: the action tells).
+            apart = len({e.name.lower() for e in same}) == 1 and len({e.area for e in same}) == len(same)
+            return same if len(same) > 1 and apart else []
         if self.every or self.entity_ids or self.areas or self.floors or self.partly or not self.kinds:
             return []
         if any(k in _MEDIA_WORDS for k in self.kinds):  # "skip this song": the one playing
@@ -242,9 +250,11 @@ class Named:
         called = [e for e in fitting if any(_mentions(e.name.lower(), k) for k in self.kinds)]
         return fitting if len(fitting) > 1 and len(called) != 1 else []
 
-    def describe(self) -> str:
-        """What was asked for, for a reply that nothing fits ("fan in the Kitchen")."""
-        kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else "device"
+    def describe(self, entities: Iterable[Entity] = ()) -> str:
+        """What was asked for, for a reply that nothing fits ("fan in the Kitchen"), or
+        that asks which one (the name several of `entities` have)."""
+        names = {e.name for e in entities if e.entity_id in self.entity_ids}
+        kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else next(iter(names), "device")
         places = sorted(self.areas | self.floors)
         return f"{kind} in the {' or '.join(places)}" if places else kind
 
@@ -268,12 +278,18 @@ _FEW = 3
 _DEGREES = re.compile(r"\d\s*(?:°|[fc]\b)")
 
 
+def _said_words(text: str) -> set[str]:
+    """The stems of the words of `text` that may name a device or a place: not those that
+    say how or of what kind a request is ("the garage door" names a kind, not the Garage)."""
+    for kind in KINDS:
+        text = _phrase(kind).sub(" ", text)
+    return {_stem(w) for w in _WORDS.findall(text)} - _FILLER
+
+
 def _named_by_part(text: str, entities: tuple[Entity, ...]) -> frozenset[str]:
     """The devices whose names (or whose area's name) have a word of `text` that few
     names share, besides the words that say how or of what kind a request is."""
-    for kind in KINDS:  # "the garage door" names a kind, not the Garage
-        text = _phrase(kind).sub(" ", text)
-    said = {_stem(w) for w in _WORDS.findall(text)} - _FILLER
+    said = _said_words(text)
     if not said:
         return frozenset()
     having: dict[str, set[str]] = {}
@@ -288,6 +304,24 @@ def _named_by_part(text: str, entities: tuple[Entity, ...]) -> frozenset[str]:
     found = {e for ids in having.values() if len(ids) <= _FEW for e in ids}
     found |= {e.entity_id for e in entities for areas in places.values() if len(areas) <= _FEW and e.area in areas}
     return frozenset(found)
+
+
+def _by_area_said(text: str, same_name: list[Entity], here: str | None) -> set[str]:
+    """Of devices of one name in several areas, those whose area the request says with it
+    ("the master bedroom light": the Bedroom Light in the Master Bedroom, not the one in
+    the Bedroom), else the one where it was heard (as HA's intents prefer); all of them
+    if neither tells."""
+    areas = {e.area for e in same_name if e.area and _mentions(text, e.area.lower())}
+    # The longest place said: "master bedroom" is not also the Bedroom.
+    areas = {a for a in areas if not any(a != b and _mentions(b.lower(), a.lower()) for b in areas)}
+    if not areas:  # a place by a word of its name: "the speaker on the terrace" (Rooftop Terrace)
+        words = _said_words(text) - {s for e in same_name for s in _stems(e.name)}
+        overlap = {e.area: len(words & set(_stems(e.area))) for e in same_name if e.area}
+        best = max(overlap.values(), default=0)
+        areas = {a for a, n in overlap.items() if best and n == best}
+    if not areas and here and any(e.area == here for e in same_name):
+        areas = {here}
+    return {e.entity_id for e in same_name if not areas or e.area in areas}
 
 
 def named_in(request: str, entities: Iterable[Entity], here: str | None = None, recent: Iterable[str] = ()) -> Named:
@@ -314,9 +348,10 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
         for name in (entity.name, *entity.aliases):
             by_name.setdefault(name.lower(), set()).add(entity.entity_id)
     found: set[str] = set()
+    said = text
     for name in sorted((n for n in by_name if _mentions(text, n)), key=len, reverse=True):
         if _mentions(text, name):  # not inside a longer name found before
-            found |= by_name[name]
+            found |= _by_area_said(said, [e for e in entities if e.entity_id in by_name[name]], here)
             text = _phrase(name).sub(" ", text)
     named = frozenset(found)
     areas = frozenset(a for a in {e.area for e in entities if e.area} if _mentions(text, a.lower()))
@@ -357,6 +392,9 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     if _DEGREES.search(text):  # "make it 72 F"
         domains |= {"climate"}
+    # "Make it a degree warmer" after setting one thermostat: that one, not every one.
+    if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
+        return Named(of_domains, frozenset(), frozenset(), (), frozenset())
     return Named(frozenset(recent), frozenset(), frozenset(), (), domains, partly=partly)
 
 
