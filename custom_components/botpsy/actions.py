@@ -29,6 +29,7 @@ from homeassistant.core import (
     callback,
 )
 from homeassistant.exceptions import HomeAssistantError
+from homeassistant.helpers import translation
 from homeassistant.helpers.event import async_track_state_change_event, async_track_state_report_event
 import probatio
 
@@ -101,6 +102,19 @@ _CONTENT_FIELDS = (
     "summary", "status", "due", "start", "end", "location",
     "datetime", "condition", "temperature", "templow", "precipitation_probability", "precipitation", "wind_speed",
 )  # fmt: skip
+
+
+async def _async_state_said(hass: HomeAssistant, state: State) -> str | None:
+    """The state as HA's own frontend says it ("open" for a window sensor's "on"), from
+    HA's translations of the entity's domain and device class; None where it has none or
+    it says the same."""
+    translations = await translation.async_get_translations(
+        hass, hass.config.language, "entity_component", [state.domain]
+    )
+    device_class = state.attributes.get("device_class") or "_"
+    key = f"component.{state.domain}.entity_component.{device_class}.state.{state.state}"
+    said = translations.get(key) or translations.get(f"component.{state.domain}.entity_component._.state.{state.state}")
+    return said.lower() if said and said.lower() != state.state.replace("_", " ") else None
 
 
 async def async_contents(hass: HomeAssistant, entity_id: str, context: Context) -> dict[str, Any]:
@@ -217,6 +231,8 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
         result.state = live_state(hass, call.entity_id)
         if result.state is not None:
             result.state |= await async_contents(hass, call.entity_id, context)
+            if said := await _async_state_said(hass, before):
+                result.state["state_said"] = said
         return result
     changed = asyncio.Event()
 

@@ -570,3 +570,13 @@ async def test_a_relative_follow_up_is_about_the_device_just_set(hass: HomeAssis
     assert hass.states.get("climate.heatpump").attributes["temperature"] == 21  # type: ignore[union-attr]
     grammar = engine.requests[0].grammar or ""
     assert "climate.heatpump" in grammar and "climate.hvac" not in grammar and "climate.ecobee" not in grammar
+
+
+async def test_a_sensor_state_is_said_as_ha_says_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A moisture sensor's "on" is "wet" (HA's own words for its device class), not "on"."""
+    wet = hass.states.get("binary_sensor.basement_floor_wet")
+    assert wet is not None and wet.attributes["device_class"] == "moisture"
+    async_expose_entity(hass, "conversation", wet.entity_id, True)
+    script(agent, XML.render(ToolCall("get_state", {"entity_id": wet.entity_id})))
+    speech, _conversation_id = await ask(hass, "Is the basement floor wet?")
+    assert speech == f"{wet.name} is {'wet' if wet.state == 'on' else 'dry'}."

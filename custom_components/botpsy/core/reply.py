@@ -105,7 +105,7 @@ def describe_states(results: Sequence[Mapping[str, Any]]) -> str:
             for key, label in _FACTS.items()
             if state.get(key) is not None
         ]
-        text = f"{name} is {state.get('state')}{unit}"
+        text = f"{name} is {state.get('state_said') or state.get('state')}{unit}"
         sentences.append(f"{text}, {', '.join(facts)}." if facts else f"{text}.")
     return " ".join(dict.fromkeys(sentences))
 
