@@ -37,6 +37,7 @@ from .e2e import (
     WARMUP_REQUEST,
     AgentBench,
     Sample,
+    async_follow_ups,
     async_measure_requests,
     async_warm_only,
 )
@@ -132,6 +133,8 @@ async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str,
                 await loop.run_in_executor(thread, floor.close)
             thread.shutdown()
         figures["worker_rss_mb"] = bench.rss_mb()
+        logging.getLogger("bench").warning("A conversation's second turn")
+        result["follow_up"] = await async_follow_ups(bench, args.runs)
         if (last := await floor_input(bench, warms)) is not None:
             write_warm_prompt(last, args.out / "warm_prompt_embedded.txt")
         if not args.skip_prefix_reuse:
@@ -250,6 +253,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     report |= {k: v for k, v in embedded.items()}
     if "prefix_reuse" in context:
         report["prefix_reuse"] = context["prefix_reuse"]
+    report["follow_up"] = context["follow_up"]
 
     options = context["engine_options"]
     if (floor := context.get("floor")) is not None:

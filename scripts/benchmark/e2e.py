@@ -155,11 +155,19 @@ class AgentBench:
         await self.home.async_reset()
         await self.hass.async_block_till_done()
 
-    async def async_ask(self, text: str, *, expect: tuple[str, str] | None = None, probe: bool = False) -> Sample:
+    async def async_ask(
+        self,
+        text: str,
+        *,
+        expect: tuple[str, str] | None = None,
+        probe: bool = False,
+        conversation_id: str | None = None,
+    ) -> Sample:
+        """`text` in a new conversation, or as the next turn of `conversation_id`."""
         assert self.recorder is not None
         count = len(self.recorder.generations)
         self.recorder.arm()
-        conversation_id = f"bench-{time.monotonic_ns()}"
+        conversation_id = conversation_id or f"bench-{time.monotonic_ns()}"
         warmup = getattr(self.entity, "warmup", None)
         cached_prefix = warmup.prefilled if warmup is not None else None
         stall = StallProbe()
@@ -334,6 +342,44 @@ async def async_measure_requests(
             call_tokens = await bench.async_count(result["call_text"]) - await bench.async_count("")
             result["decoded_tokens_unconstrained"] = call_tokens
     return result, warms
+
+
+# A conversation's second turn: a follow-up about what the first acted on.
+FOLLOW_UP = "Turn it back on"
+FOLLOW_UP_EXPECT = ("light.kitchen", "on")
+
+
+async def async_follow_ups(bench: AgentBench, runs: int) -> dict[str, Any]:
+    """REQUEST, then FOLLOW_UP in the same conversation, WARM_PER_RUN times per run: the
+    follow-up extends its conversation's cached prompt, so it evaluates about its own
+    words, and takes no longer than the first turn."""
+    firsts: list[Sample] = []
+    seconds: list[Sample] = []
+    for _ in range(runs * WARM_PER_RUN):
+        await bench.async_reset()
+        await bench.async_quiet()
+        conversation_id = f"bench-follow-up-{time.monotonic_ns()}"
+        firsts.append(await bench.async_ask(REQUEST, expect=EXPECT, conversation_id=conversation_id))
+        await bench.async_quiet()
+        seconds.append(
+            await bench.async_ask(FOLLOW_UP, expect=FOLLOW_UP_EXPECT, conversation_id=conversation_id, probe=True)
+        )
+    done = [s for s in _finished(seconds) if s.first]
+    words = await bench.async_count(FOLLOW_UP) - await bench.async_count("")
+    evaluated = median([s.first.timings.evaluated_tokens for s in done if s.first], 1)
+    first_latency = median([s.latency_s for s in _finished(firsts)])
+    latency = median([s.latency_s for s in done])
+    return {
+        "first_turn_latency_s": first_latency,
+        "follow_up_latency_s": latency,
+        "ratio_follow_up_to_first": round(latency / first_latency, 3) if latency and first_latency else None,
+        "follow_up_prompt_tokens_evaluated": evaluated,
+        "follow_up_words_tokens": words,
+        "follow_up_evaluated_over_words": round(evaluated - words, 1) if evaluated is not None else None,
+        "follow_up_ok": _outcomes(seconds)["ok"],
+        "follow_up_reply": done[-1].reply if done else "",
+        "event_loop_worst_stall_ms": round(max((s.stall_ms or 0.0) for s in done), 2) if done else None,
+    }
 
 
 async def async_warm_only(

@@ -163,6 +163,14 @@ def markdown(report: dict[str, Any]) -> str:
             "warm_latency_s", "warm_ok",
         ]  # fmt: skip
         lines += _table(["figure", *archs], [[k, *(archs[a].get(k) for a in archs)] for k in keys])
+    if follow_up := report.get("follow_up"):
+        lines += ["", '## A conversation\'s second turn ("Turn it back on" after the warm request)', ""]
+        lines += [
+            "Goals: prompt tokens evaluated <= its words + 32 (`follow_up_evaluated_over_words` <= 32), "
+            "latency <= the first turn's (`ratio_follow_up_to_first` <= 1).",
+            "",
+        ]
+        lines += _table(["figure", "value"], [[k, v] for k, v in follow_up.items()])
     if report.get("scaling"):
         sizes = list(report["scaling"])
         lines += ["", "## By home size (exposed entities, embedded engine)", ""]
