@@ -17,7 +17,7 @@ import probatio
 from .core.formats import ToolCall
 from .core.home import Entity, Home
 from .core.prompt import intent_examples
-from .core.requested import Named
+from .core.requested import Named, by_verb
 from .core.shortlist import restrict
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
@@ -80,7 +80,7 @@ class Toolbox:
         """
         fitting = [e for e in entity_ids if (entity := self.home.entity(e)) is None or named.fits(entity)]
         tools = [
-            *(t for t in restrict(self.compiled, fitting) if t.read_only or not read_only),
+            *(t for t in by_verb(restrict(self.compiled, fitting), named.services) if t.read_only or not read_only),
             *(t for t in self.compiled if not t.targets),
         ]
         order = {t.key: i for i, t in enumerate(self.compiled)}

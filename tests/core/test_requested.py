@@ -8,7 +8,9 @@ import re
 import pytest
 
 from custom_components.botpsy.core.home import Entity
-from custom_components.botpsy.core.requested import NAMES_NOTHING, named_in
+from custom_components.botpsy.core.requested import NAMES_NOTHING, by_verb, named_in
+from custom_components.botpsy.core.shortlist import restrict
+from custom_components.botpsy.core.tools import Tool
 
 from .sample_home import generated_home
 
@@ -141,7 +143,8 @@ def test_a_kind_without_a_place_is_the_one_where_the_request_was_heard() -> None
         ("open the left curtain", None, False),
         ("set the thermostat to 21", None, False),
         ("set the thermostat in the living room to 21", None, False),  # one thermostat
-        ("turn off the lights", None, False),  # plural, but where? the model and HA decide
+        # The plural of a kind with no place: every one in the home, as HA's intents act.
+        ("turn off the lights", None, True),
     ],
 )
 def test_which_requests_mean_every_device_that_fits(request_: str, here: str | None, meant: bool) -> None:
@@ -387,3 +390,44 @@ def test_a_relative_request_after_an_action_is_about_what_was_acted_on() -> None
     home = (Entity("climate.down", "Downstairs", area="Hall"), Entity("climate.up", "Upstairs", area="Landing"))
     assert named_in("make it one degree warmer", home, recent=["climate.down"]).entity_ids == {"climate.down"}
     assert [e.entity_id for e in home if named_in("make it warmer", home).fits(e)] == ["climate.down", "climate.up"]
+
+
+VERB_HOME = (
+    Entity("media_player.speaker", "Speaker", area="Den"),
+    Entity("valve.water", "Water Valve", area="Garden"),
+    Entity("climate.den", "Den Thermostat", area="Den"),
+)
+VERB_TOOLS = (
+    Tool("media_player", "", "turn_off", targets={"media_player.speaker": ()}),
+    Tool("media_player", "", "volume_mute", targets={"media_player.speaker": ()}),
+    Tool("media_player", "", "media_pause", targets={"media_player.speaker": ()}),
+    Tool("valve", "", "open_valve", targets={"valve.water": ()}),
+    Tool("valve", "", "set_valve_position", targets={"valve.water": ()}),
+    Tool("climate", "", "turn_off", targets={"climate.den": ()}),
+    Tool("climate", "", "set_temperature", targets={"climate.den": ()}),
+    Tool("get_state", "", targets={"valve.water": ()}, read_only=True),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "kept"),
+    [
+        # The verb's own service: not a mute, not a position.
+        ("deactivate the speaker", {"media_player.turn_off"}),
+        ("turn off the music on the speaker", {"media_player.media_pause"}),
+        ("open the water valve", {"valve.open_valve", "get_state"}),
+        # A value said, or no verb of the kind: the model chooses among them all.
+        ("open the water valve to 20 %", {"valve.open_valve", "valve.set_valve_position", "get_state"}),
+        ("lower the den thermostat", {"climate.turn_off", "climate.set_temperature"}),
+        ("turn on the speaker", {"media_player.turn_off", "media_player.volume_mute", "media_player.media_pause"}),
+    ],
+)
+def test_the_verb_picks_the_service(request_: str, kept: set[str]) -> None:
+    named = named_in(request_, VERB_HOME)
+    fitting = [e.entity_id for e in VERB_HOME if named.fits(e)]
+    assert {t.key for t in by_verb(restrict(VERB_TOOLS, fitting), named.services)} == kept
+
+
+def test_the_lights_without_a_place_are_all_of_them() -> None:
+    named = named_in("turn off the lights", PLACES)
+    assert named.anywhere and named.all_that_fit

@@ -10,13 +10,14 @@ answered so, without the model (English kind words; names and areas in any langu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 import re
 
 from .home import Entity
 from .shortlist import DOMAIN_WORDS
+from .tools import Tool
 
 
 def _cover(*classes: str) -> Callable[[Entity], bool]:
@@ -170,6 +171,9 @@ class Named:
     # for "Dreame Upstairs", "the porch light" for a light in the Front Porch), when it
     # names no device or place whole: they fit too, and no rule answers before the model.
     partly: frozenset[str] = frozenset()
+    # The services its verb asks for, the likeliest first (`VERBS`): "turn off the
+    # speaker" is its turn_off, not a mute; "open the valve" is open_valve, not a position.
+    services: tuple[frozenset[str], ...] = ()
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -257,6 +261,72 @@ class Named:
         kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else next(iter(names), "device")
         places = sorted(self.areas | self.floors)
         return f"{kind} in the {' or '.join(places)}" if places else kind
+
+
+# What a verb asks of a device: groups of services, the first group a device has is meant.
+_OFF = (
+    frozenset({"turn_off"}),
+    frozenset({"close_cover", "close_valve"}),
+    frozenset({"media_stop", "media_pause"}),
+    frozenset({"stop", "return_to_base", "pause"}),
+)
+_ON = (
+    frozenset({"turn_on"}),
+    frozenset({"open_cover", "open_valve"}),
+    frozenset({"media_play"}),
+    frozenset({"start"}),
+)
+VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
+    (re.compile(r"\b(?:off|deactivate|disable)\b"), _OFF),
+    # "Turn on the X", "turn the X on", "X on": not the "on" of a place ("on the terrace").
+    (
+        re.compile(
+            r"\b(?:turn|switch|power|put|get|bring)\s+on\b"
+            r"|\b(?:turn|switch|power|put|get|bring)\b(?:\s+[\w']+){1,5}\s+on\s*(?:please\s*)?[.!?]*$"
+            r"|^\W*[\w']+(?: [\w']+)? on\W*$|\b(?:activate|enable)\b"
+        ),
+        _ON,
+    ),
+    # Not "raise" or "lower": of a volume or a temperature they say more or less.
+    (re.compile(r"\bopen\b"), (frozenset({"open_cover", "open_valve"}), frozenset({"turn_on"}))),
+    (re.compile(r"\b(?:close|shut)\b"), (frozenset({"close_cover", "close_valve"}), frozenset({"turn_off"}))),
+)
+# What is said of what plays is stopped, not the player switched off ("turn off the music").
+_MEDIA_OFF = (frozenset({"media_pause", "media_stop"}), frozenset({"turn_off"}))
+# A value said ("to 30 %", "halfway") is a position or a level, which any verb may set.
+_VALUE = re.compile(r"\d|%|\b(?:percent|half|halfway|bit|little|more|less)\b")
+
+
+def _services(text: str) -> tuple[frozenset[str], ...]:
+    """The services the one verb of `text` asks for; none where it says a value, two
+    verbs or none."""
+    said = [services for pattern, services in VERBS if pattern.search(text)]
+    if len(said) != 1 or _VALUE.search(text):
+        return ()
+    if said[0] is _OFF and any(_mentions(text, word) for word in _MEDIA_WORDS):
+        return _MEDIA_OFF
+    return said[0]
+
+
+def by_verb(tools: Iterable[Tool], services: Sequence[frozenset[str]]) -> tuple[Tool, ...]:
+    """`tools` with each target kept only for the services its verb asks of it: of the
+    groups in `services`, the first that the target has (all of them if it has none)."""
+    tools = tuple(tools)
+    if not services:
+        return tools
+    offered: dict[str, set[str]] = {}
+    for tool in tools:
+        if not tool.read_only:
+            for entity_id in tool.targets:
+                offered.setdefault(entity_id, set()).add(tool.service)
+    allowed = {e: next((g & s for g in services if g & s), s) for e, s in offered.items()}
+    result = []
+    for tool in tools:
+        if tool.read_only or not tool.targets:
+            result.append(tool)
+        elif targets := {e: p for e, p in tool.targets.items() if tool.service in allowed[e]}:
+            result.append(replace(tool, targets=targets))
+    return tuple(result)
 
 
 # Words of a request that name no device: how it is asked, not what of.
@@ -376,26 +446,30 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
     ):
         areas = frozenset({here})
     partly = frozenset() if named or areas or floors else _named_by_part(text, entities)
+    services = _services(request.lower())
     if named or areas or floors or kinds:
         said_all = bool(_EVERY.search(text))
-        every = said_all or any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
+        plural = any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
+        several = bool(_SEVERAL.search(text))
         return Named(
             named,
             areas,
             floors,
             tuple(kinds),
-            every=every,
-            anywhere=said_all and not (areas or floors),
-            several=bool(_SEVERAL.search(text)),
+            every=said_all or plural,
+            # "All the lights", or "the lights" with no place (as HA's intents read it).
+            anywhere=(said_all or plural) and not (areas or floors),
+            several=several,
             partly=partly,
+            services=() if several else services,
         )
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     if _DEGREES.search(text):  # "make it 72 F"
         domains |= {"climate"}
     # "Make it a degree warmer" after setting one thermostat: that one, not every one.
     if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
-        return Named(of_domains, frozenset(), frozenset(), (), frozenset())
-    return Named(frozenset(recent), frozenset(), frozenset(), (), domains, partly=partly)
+        return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services)
+    return Named(frozenset(recent), frozenset(), frozenset(), (), domains, partly=partly, services=services)
 
 
 # A request that names nothing: every device fits.
