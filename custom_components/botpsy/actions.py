@@ -162,7 +162,8 @@ async def _async_call_service(hass: HomeAssistant, call: ValidCall, context: Con
     )
 
 
-def _change(old: State, new: State | None) -> StateChange | None:
+def state_change(old: State, new: State | None) -> StateChange | None:
+    """What differs between two states of an entity (its reported attributes), if anything."""
     before, after = _reported(old), _reported(new) if new else {}
     attributes = {
         k: [before.get(k), after.get(k)] for k in sorted(before.keys() | after.keys()) if before.get(k) != after.get(k)
@@ -260,7 +261,7 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
             unsubscribe()
     result.executed = True
     after = hass.states.get(call.entity_id)
-    if (change := _change(before, after)) is not None:
+    if (change := state_change(before, after)) is not None:
         result.changes.append(change)
     elif after is not None:
         result.unchanged_state = after.state
@@ -290,7 +291,7 @@ def intent_outcome(
         asdict(change)
         for target in targets
         if (old := before.get(str(target.get("id")))) is not None
-        and (change := _change(old, hass.states.get(old.entity_id))) is not None
+        and (change := state_change(old, hass.states.get(old.entity_id))) is not None
     ]
     names = ", ".join(str(t.get("name") or t.get("id")) for t in targets)
     # A device that reports its new state later shows no change yet: "Done", not "already".

@@ -42,7 +42,7 @@ from .const import (
 from .core.engine import TextDelta
 from .core.errors import EngineError
 from .core.formats import CallFormat, ToolCall, detect_format
-from .core.policy import is_question, reply_to_nothing
+from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in
 from .core.shortlist import shortlist
@@ -50,6 +50,7 @@ from .core.validate import CallRejectedError, validate_call
 from .generation import Generation, async_say, engine_failure
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
+from .undo import async_undo
 
 if TYPE_CHECKING:
     from .entity import BotPsyLLMEntity
@@ -59,12 +60,23 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
     if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance):
         return
+    if is_undo(utterance):
+        undone = await async_undo(agent.hass, chat_log, _context(chat_log))
+        await async_say(chat_log, agent.entity_id, undone or "I have changed nothing in this conversation to undo.")
+        return
+    # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
+    # back, and the request is what the words name now.
+    undone = await async_undo(agent.hass, chat_log, _context(chat_log)) if is_correction(utterance) else None
     scope = Scope.of(agent.hass, chat_log, utterance)
     reply = scope.early_answer()
     if reply is None:
         reply = await _async_rounds(agent, chat_log, scope)
         # In a bigger home, the states block shows what requests were about lately.
         agent.prompts.remember(scope.named.entity_ids | _targets_of_turn(chat_log))
+    if undone:  # the reply says both (HA speaks the turn's last words)
+        last = chat_log.content[-1]
+        streamed = last.content if reply is None and isinstance(last, conversation.AssistantContent) else None
+        reply = f"{undone} {reply or streamed or ''}".strip()
     if reply:
         await async_say(chat_log, agent.entity_id, reply)
 
@@ -175,6 +187,12 @@ def _acted_on(result: dict[str, Any]) -> list[str]:
     if successes := intent_successes(result):
         return [str(t.get("id")) for t in successes]
     return [str(result["arguments"]["entity_id"])] if "entity_id" in result.get("arguments", {}) else []
+
+
+def _context(chat_log: conversation.ChatLog) -> Context:
+    """The request's context (who asks), as the tools get it."""
+    api = chat_log.llm_api
+    return api.llm_context.context if api and api.llm_context.context else Context()
 
 
 def _area_of_device(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str | None:

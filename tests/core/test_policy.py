@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from custom_components.botpsy.core.policy import is_confirmation, is_question, is_refusal, needs_confirmation
+from custom_components.botpsy.core.policy import (
+    is_confirmation,
+    is_correction,
+    is_question,
+    is_refusal,
+    is_undo,
+    needs_confirmation,
+)
 
 
 @pytest.mark.parametrize(
@@ -75,3 +82,20 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
     assert reply_to_nothing("Thank you!") == "You're welcome."
     assert reply_to_nothing("good night") == "Good night!"
     assert reply_to_nothing("Tell me a joke") == NOTHING_NAMED
+
+
+@pytest.mark.parametrize(
+    ("text", "undo", "correction"),
+    [
+        ("undo that", True, False),
+        ("Okay, put it back", True, False),
+        ("can you change them back?", True, False),
+        ("No, not that one, the bedside lamp", False, True),
+        ("Sorry, I meant the kitchen ceiling", False, True),
+        ("Turn the heating back on", False, False),  # a request of its own
+        ("No thanks", False, False),
+        ("put the milk back on the list", False, False),
+    ],
+)
+def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:
+    assert (is_undo(text), is_correction(text)) == (undo, correction)

@@ -580,3 +580,42 @@ async def test_a_sensor_state_is_said_as_ha_says_it(hass: HomeAssistant, agent: 
     script(agent, XML.render(ToolCall("get_state", {"entity_id": wet.entity_id})))
     speech, _conversation_id = await ask(hass, "Is the basement floor wet?")
     assert speech == f"{wet.name} is {'wet' if wet.state == 'on' else 'dry'}."
+
+
+async def test_undo_puts_back_what_the_last_turn_changed(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    kitchen = hass.states.get("light.kitchen_lights")
+    assert kitchen is not None and kitchen.state == "on"
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    engine = script(agent)
+    events = async_capture_events(hass, "botpsy_call_executed")
+    speech, _conversation_id = await ask(hass, "undo that", conversation_id)
+    after = hass.states.get("light.kitchen_lights")
+    assert after is not None and after.state == "on"
+    assert after.attributes["brightness"] == kitchen.attributes["brightness"]
+    assert speech.startswith("Put back. Kitchen Lights: off → on") and engine.requests == []
+    assert [e.data["name"] for e in events] == ["undo"]
+    # Nothing changed in a new conversation: nothing to undo, and nothing is.
+    speech, _conversation_id = await ask(hass, "undo that")
+    assert speech == "I have changed nothing in this conversation to undo."
+
+
+async def test_a_correction_puts_back_and_does_what_was_meant(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
+    speech, _conversation_id = await ask(hass, "No, I meant the ceiling lights", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
+    assert speech.startswith("Put back. Kitchen Lights: off → on") and "Ceiling Lights: on → off" in speech
+
+
+async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    assert hass.states.get("lock.kitchen_door").state == "unlocked"  # type: ignore[union-attr]
+    script(agent, XML.render(ToolCall("lock", {"entity_id": "lock.kitchen_door", "action": "lock"})))
+    _speech, conversation_id = await ask(hass, "Lock the kitchen door")
+    assert hass.states.get("lock.kitchen_door").state == "locked"  # type: ignore[union-attr]
+    speech, _conversation_id = await ask(hass, "put it back", conversation_id)
+    assert hass.states.get("lock.kitchen_door").state == "locked"  # type: ignore[union-attr]
+    assert speech.startswith("I did not put Kitchen Door back to unlocked")

@@ -48,6 +48,43 @@ def is_refusal(text: str) -> bool:
     return bool(_NO.match(text))
 
 
+# "Undo that", "put it back": what the last turn changed goes back as it was.
+_UNDO = re.compile(
+    r"^\W*(?:(?:please|ok|okay|actually|oops|hmm)\b[\s,]*)*(?:can you\s+|could you\s+)?"
+    r"(?:undo\b|revert\b|put (?:it|them|that|everything|those) back\b|change (?:it|them|that) back\b"
+    r"|(?:set|make) (?:it|them|that) (?:back )?(?:the way|how|as) (?:it|they) (?:was|were)\b)",
+    re.IGNORECASE,
+)
+# "No, not that one, the bedside lamp", "sorry, I meant the kitchen": the last turn acted on
+# the wrong thing; it is put back, and the request is the rest.
+_CORRECTION = re.compile(
+    r"^\W*(?:no|nope|oops|sorry|wait|actually|not that)\b[\w\s,']{0,20}?"
+    r"\b(?:i meant|i mean|not that(?: one)?|wrong (?:one|light|lamp|device)|the other)\b",
+    re.IGNORECASE,
+)
+
+
+def is_undo(text: str) -> bool:
+    """Whether the request asks to undo what was just done."""
+    return bool(_UNDO.match(text))
+
+
+def is_correction(text: str) -> bool:
+    """Whether the request says the last action was on the wrong thing, and names the right one."""
+    return bool(_CORRECTION.match(text))
+
+
+def restoring_service(domain: str, state: str) -> str:
+    """The service that brings a device of `domain` to `state` (what putting it back runs)."""
+    return {
+        ("lock", "unlocked"): "unlock",
+        ("lock", "open"): "open",
+        ("cover", "open"): "open_cover",
+        ("valve", "open"): "open_valve",
+        ("alarm_control_panel", "disarmed"): "alarm_disarm",
+    }.get((domain, state), "turn_on" if state == "on" else "turn_off" if state == "off" else "set")
+
+
 # A question asks; it does not ask for an action ("is the light on?" must not switch it).
 # "Can you / do you ..." are requests in question form, and act.
 _QUESTION = re.compile(
