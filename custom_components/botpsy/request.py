@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import partial
+import re
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
@@ -113,6 +114,8 @@ class Scope:
         elif named.nothing and earlier:
             # Names nothing and points at nothing ("turn them off"): about the turns before.
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
+        if earlier and recent and _OTHER.search(utterance):
+            named = _the_other(toolbox, named, recent) or named
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
 
     def early_answer(self) -> str | None:
@@ -166,6 +169,28 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
     narrowed = named_in(f"{asked} {answer}", toolbox.home.entities, here=here, recent=recent)
     fitting = [e for e in listed if narrowed.fits(e)]
     return narrowed if listed and 0 < len(fitting) < len(listed) else None
+
+
+_OTHER = re.compile(r"\bthe other\b", re.IGNORECASE)
+
+
+def _the_other(toolbox: Toolbox, named: Named, recent: list[str]) -> Named | None:
+    """ "The other one", "no, the other lamp": the one device of the kind said (or of the
+    last acted-on device's domain) that the conversation has not acted on, in the whole
+    home or else in that device's area; None if that is not exactly one."""
+    acted = [entity for e in recent if (entity := toolbox.home.entity(e)) is not None]
+    if not acted:
+        return None
+    last = acted[-1]
+    kinds = replace(named, entity_ids=frozenset(), every=False)
+    left = [
+        e
+        for e in toolbox.actionable()
+        if e.entity_id not in recent and (kinds.fits(e) if named.kinds else e.domain == last.domain)
+    ]
+    if len(left) > 1:
+        left = [e for e in left if e.area == last.area]
+    return Named(frozenset({left[0].entity_id}), frozenset(), frozenset(), ()) if len(left) == 1 else None
 
 
 def _targets_of_turn(chat_log: conversation.ChatLog) -> set[str]:

@@ -619,3 +619,19 @@ async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: Mock
     speech, _conversation_id = await ask(hass, "put it back", conversation_id)
     assert hass.states.get("lock.kitchen_door").state == "locked"  # type: ignore[union-attr]
     assert speech.startswith("I did not put Kitchen Door back to unlocked")
+
+
+async def test_the_other_one_is_the_one_not_acted_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    den = ar.async_get(hass).async_create("Den")
+    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
+        device_id = er.async_get(hass).async_get(entity_id).device_id  # type: ignore[union-attr]
+        dr.async_get(hass).async_update_device(device_id, area_id=den.id)  # type: ignore[arg-type]
+    await hass.async_block_till_done()
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
+    await ask(hass, "No, the other one", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert "light.ceiling_lights" in grammar and "light.office_rgbw_lights" not in grammar
