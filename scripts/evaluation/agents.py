@@ -119,7 +119,8 @@ class Agent:
                 text,
                 conversation_id,
                 context or Context(),
-                language="en",
+                # The home's language, as a voice assistant set up for it converses.
+                language=self.hass.config.language,
                 agent_id=self.agent_id,
                 device_id=device_id,
             )

@@ -75,7 +75,7 @@ async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
     fixture = home_from_mapping(home_cases.fixture)
     answers = []
     with tempfile.TemporaryDirectory(prefix="botpsy-early-") as config_dir:
-        async with eval_hass(Path(config_dir)) as hass:
+        async with eval_hass(Path(config_dir), language=fixture.language) as hass:
             loaded = await async_load_home(hass, fixture)
             home = await async_snapshot_home(hass)
             toolbox = Toolbox(compiled=list(compile_tools(home)), home=home, hass=hass)

@@ -129,7 +129,7 @@ async def expected_intent(
                     slots,
                     text_input=case.sentence,
                     context=Context(),
-                    language="en",
+                    language=hass.config.language,
                     assistant=conversation.DOMAIN,
                     device_id=device_id,
                 )
@@ -278,7 +278,7 @@ async def async_run_home(
     # Prompts carry the clock: the same instant for every request makes runs agree.
     clock = lambda time_zone=None: CLOCK.astimezone(time_zone or dt_util.get_default_time_zone())  # noqa: E731
     with tempfile.TemporaryDirectory(prefix="botpsy-eval-") as config_dir, patch.object(dt_util, "now", clock):
-        async with eval_hass(Path(config_dir)) as hass:
+        async with eval_hass(Path(config_dir), language=fixture.language) as hass:
             home = await async_load_home(hass, fixture)
             agent = await _make_agent(hass, spec)
             conversation_id = ""

@@ -187,3 +187,17 @@ def test_tools_choose_the_agents_llm_apis(tools: str, apis: list[str]) -> None:
     assert CONF_LLM_HASS_API not in ai_task["data"]
     assert DEFAULT_SUBENTRIES[0]["data"][CONF_LLM_HASS_API] == ["botpsy"]  # the constant is untouched
     assert _subentry(DEFAULT_SUBENTRIES[0], None)["data"] == DEFAULT_SUBENTRIES[0]["data"]
+
+
+async def test_a_home_in_another_language_is_conversed_in_it(tmp_path: Path) -> None:
+    """The home's `language` is HA's and the conversation's: HA's built-in agent reads French."""
+    fixtures = "language: fr\n" + ASSIST_FIXTURES.replace("Kitchen Light", "Lumière de la cuisine")
+    tests = """
+category: light
+tests:
+  - sentences: ["Allume la lumière de la cuisine"]
+    expect_changes: {light.kitchen_light: {state: "on", attributes: {color_mode: onoff}}}
+"""
+    suite = write(tmp_path / "fr", {"maison/_fixtures.yaml": fixtures, "maison/light.yaml": tests})
+    (result,) = await run(suite)
+    assert result.passed, result.detail
