@@ -6,7 +6,7 @@ request: the shortlisted devices that fit what it names, and only reads for a qu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -80,11 +80,24 @@ class Toolbox:
         """
         fitting = [e for e in entity_ids if (entity := self.home.entity(e)) is None or named.fits(entity)]
         tools = [
-            *(t for t in by_verb(restrict(self.compiled, fitting), named.services) if t.read_only or not read_only),
+            *(
+                t
+                for t in by_verb(restrict(self.compiled, fitting), self._services_of(named))
+                if t.read_only or not read_only
+            ),
             *(t for t in self.compiled if not t.targets),
         ]
         order = {t.key: i for i, t in enumerate(self.compiled)}
         return sorted(tools, key=lambda t: order[t.key])
+
+    def _services_of(self, named: Named) -> Callable[[str], tuple[frozenset[str], ...]]:
+        """What the request's verbs ask of each target (by entity id)."""
+
+        def services(entity_id: str) -> tuple[frozenset[str], ...]:
+            entity = self.home.entity(entity_id)
+            return named.services_for(entity) if entity is not None else named.services
+
+        return services
 
     def others_for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
         """The other APIs' tools (HA's intents) as the grammar writes them for this request:

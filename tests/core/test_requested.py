@@ -420,12 +420,21 @@ VERB_TOOLS = (
         ("open the water valve to 20 %", {"valve.open_valve", "valve.set_valve_position", "get_state"}),
         ("lower the den thermostat", {"climate.turn_off", "climate.set_temperature"}),
         ("turn on the speaker", {"media_player.turn_off", "media_player.volume_mute", "media_player.media_pause"}),
+        # Each part of a request for several things by its own verb.
+        ("turn off the speaker and open the water valve", {"media_player.turn_off", "valve.open_valve", "get_state"}),
     ],
 )
 def test_the_verb_picks_the_service(request_: str, kept: set[str]) -> None:
     named = named_in(request_, VERB_HOME)
     fitting = [e.entity_id for e in VERB_HOME if named.fits(e)]
-    assert {t.key for t in by_verb(restrict(VERB_TOOLS, fitting), named.services)} == kept
+    services = {e.entity_id: named.services_for(e) for e in VERB_HOME}
+    assert {t.key for t in by_verb(restrict(VERB_TOOLS, fitting), services.__getitem__)} == kept
+
+
+def test_a_greeting_names_no_device_by_part() -> None:
+    home = (Entity("light.bedside", "Bedside Lamp", aliases=("night light",)),)
+    assert named_in("Good night!", home).nothing
+    assert named_in("good night, switch off the night light", home).entity_ids == {"light.bedside"}
 
 
 def test_the_lights_without_a_place_are_all_of_them() -> None:

@@ -117,6 +117,18 @@ _SOCIAL = (
     (re.compile(r"^\s*(bye|goodbye|see you)\b", re.I), "Goodbye!"),
 )
 NOTHING_NAMED = "I did not find a device in that request, so I did nothing."
+# A social phrase and nothing else ("good night!", "thanks, buddy"): it asks for nothing,
+# though a device may have a word of it in its name ("Night Light").
+_ONLY_SOCIAL = re.compile(
+    r"\W*(?:hello|hi|hey|good (?:morning|afternoon|evening|night)|goodnight|thanks|thank you|cheers|bye|goodbye"
+    r"|see you)(?:[\s,]+\w+)?\W*",
+    re.IGNORECASE,
+)
+
+
+def is_social(text: str) -> bool:
+    """Whether the request is only a greeting, a thank-you or a goodbye."""
+    return bool(_ONLY_SOCIAL.fullmatch(text))
 
 
 def reply_to_nothing(text: str) -> str:

@@ -16,6 +16,7 @@ from functools import lru_cache
 import re
 
 from .home import Entity
+from .policy import is_social
 from .shortlist import DOMAIN_WORDS
 from .tools import Tool
 
@@ -174,6 +175,13 @@ class Named:
     # The services its verb asks for, the likeliest first (`VERBS`): "turn off the
     # speaker" is its turn_off, not a mute; "open the valve" is open_valve, not a position.
     services: tuple[frozenset[str], ...] = ()
+    # ... and, of a request for several things, each part's ("turn the lamp on and the
+    # ceiling light off"): what it names, with the services its own verb asks for.
+    parts: tuple[Named, ...] = ()
+
+    def services_for(self, entity: Entity) -> tuple[frozenset[str], ...]:
+        """The services asked of `entity`: by the part of the request that names it, if any."""
+        return next((part.services for part in self.parts if part.fits(entity)), self.services)
 
     def fits(self, entity: Entity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -308,18 +316,16 @@ def _services(text: str) -> tuple[frozenset[str], ...]:
     return said[0]
 
 
-def by_verb(tools: Iterable[Tool], services: Sequence[frozenset[str]]) -> tuple[Tool, ...]:
+def by_verb(tools: Iterable[Tool], services_of: Callable[[str], Sequence[frozenset[str]]]) -> tuple[Tool, ...]:
     """`tools` with each target kept only for the services its verb asks of it: of the
-    groups in `services`, the first that the target has (all of them if it has none)."""
+    groups `services_of` the target, the first that the target has (all if it has none)."""
     tools = tuple(tools)
-    if not services:
-        return tools
     offered: dict[str, set[str]] = {}
     for tool in tools:
         if not tool.read_only:
             for entity_id in tool.targets:
                 offered.setdefault(entity_id, set()).add(tool.service)
-    allowed = {e: next((g & s for g in services if g & s), s) for e, s in offered.items()}
+    allowed = {e: next((g & s for g in services_of(e) if g & s), s) for e, s in offered.items()}
     result = []
     for tool in tools:
         if tool.read_only or not tool.targets:
@@ -346,6 +352,13 @@ _WORDS = re.compile(r"[^\W\d_]{3,}")
 _FEW = 3
 # A temperature said as a number: "21°", "72 F".
 _DEGREES = re.compile(r"\d\s*(?:°|[fc]\b)")
+
+
+def _parts(request: str, entities: tuple[Entity, ...], here: str | None) -> tuple[Named, ...]:
+    """What each part of a request for several things names, where its verb asks for
+    services ("turn the floor lamp on", "and the kitchen ceiling off")."""
+    parts = (named_in(part, entities, here=here) for part in _SEVERAL.split(request) if part.strip())
+    return tuple(part for part in parts if part.services and (part.entity_ids or part.kinds or part.partly))
 
 
 def _said_words(text: str) -> set[str]:
@@ -445,7 +458,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
         and any(e.area == here and KINDS[k](e) for e in entities for k in kinds)
     ):
         areas = frozenset({here})
-    partly = frozenset() if named or areas or floors else _named_by_part(text, entities)
+    partly = frozenset() if named or areas or floors or is_social(request) else _named_by_part(text, entities)
     services = _services(request.lower())
     if named or areas or floors or kinds:
         said_all = bool(_EVERY.search(text))
@@ -462,6 +475,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
             several=several,
             partly=partly,
             services=() if several else services,
+            parts=_parts(request, entities, here) if several else (),
         )
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     if _DEGREES.search(text):  # "make it 72 F"

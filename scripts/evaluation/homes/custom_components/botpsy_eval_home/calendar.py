@@ -51,10 +51,10 @@ class EvalCalendar(EvalEntity, CalendarEntity):
 
     @property
     def event(self) -> CalendarEvent | None:
-        """The next event that has not ended."""
-        now = dt_util.now()
-        coming = [e for e in self._eval_events if e.end_datetime_local > now]
-        return min(coming, key=lambda e: e.start_datetime_local, default=None)
+        """None: HA would schedule the calendar's state changes at its next event by the
+        real clock, while the evaluation holds `now` still, and the timer would fire again
+        at once, forever. The events are read through `calendar.get_events`."""
+        return None
 
     async def async_get_events(
         self, hass: HomeAssistant, start_date: datetime, end_date: datetime
