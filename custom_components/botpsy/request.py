@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr
+from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, llm
 
 from .actions import async_check, intent_outcome, intent_successes
 from .confirmation import Risk, async_answer_pending, async_ask_confirmation, call_gate
@@ -47,6 +47,7 @@ from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in
 from .core.shortlist import shortlist
+from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
 from .generation import Generation, async_say, engine_failure
 from .targets import UnresolvedError, intent_tool
@@ -70,6 +71,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     undone = await async_undo(agent.hass, chat_log, _context(chat_log)) if is_correction(utterance) else None
     scope = Scope.of(agent.hass, chat_log, utterance)
     reply = scope.early_answer()
+    if reply is None and (holder := scope.holder_asked_about()) is not None:
+        reply = await _async_read_contents(agent, chat_log, scope.toolbox, holder)
     if reply is None:
         reply = await _async_rounds(agent, chat_log, scope)
         # In a bigger home, the states block shows what requests were about lately.
@@ -136,10 +139,49 @@ class Scope:
             return f"{WHICH} {self.named.describe(several)} do you mean: {listed}?"
         return None
 
+    def holder_asked_about(self) -> str | None:
+        """The one to-do list, calendar or weather entity a question is about ("what's on my
+        shopping list?", "will it rain tomorrow?"), if it can be only one: it is read at
+        once, as the model would read it (a small model reads the wrong thing there)."""
+        if not self.question:
+            return None
+        holders = [e for e in self.toolbox.home.entities if e.domain in CONTENT_DOMAINS]
+        if self.named.entity_ids:
+            fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
+            if len(fitting) != len(self.named.entity_ids):
+                return None  # it is about other devices too
+        elif self.named.domains and self.named.domains <= CONTENT_DOMAINS:
+            fitting = [e for e in holders if e.domain in self.named.domains]
+        else:
+            return None
+        return fitting[0].entity_id if len(fitting) == 1 else None
+
     def refuses(self, call: ToolCall, named: Named) -> bool:
         """Whether `call` may not run: an action for a question, or on a device that does
         not fit what the request (or the part of it being done) names."""
         return (self.question and self.toolbox.writes(call.name)) or self.toolbox.unfit(call, named)
+
+
+# Domains whose entities hold what their state does not tell (items, a forecast, events).
+CONTENT_DOMAINS = frozenset({"todo", "calendar", "weather"})
+
+
+async def _async_read_contents(
+    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, toolbox: Toolbox, entity_id: str
+) -> str | None:
+    """Read `entity_id` with BotPsy's get_state through the chat log (a call like the
+    model's, run by HA's LLM API); the answer is what was read. None if the tool is missing."""
+    tool = next((t for t in toolbox.compiled if t.read_only and entity_id in t.targets and GET_STATE in t.name), None)
+    if tool is None or chat_log.llm_api is None:
+        return None
+    call = llm.ToolInput(tool_name=tool.name, tool_args={"entity_id": entity_id})
+    results = [
+        {"name": r.tool_name, **(r.result.data if isinstance(r.result.data, dict) else {})}
+        async for r in chat_log.async_add_assistant_content(
+            conversation.AssistantContent(agent.entity_id, tool_calls=[call])
+        )
+    ]
+    return describe_states(results) or None
 
 
 # How the question that asks which device begins (answered in the next turn).

@@ -99,3 +99,10 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:
     assert (is_undo(text), is_correction(text)) == (undo, correction)
+
+
+@pytest.mark.parametrize(
+    "text", ["Do I have anything on tomorrow?", "At what time?", "Will it rain?", "do we need milk?"]
+)
+def test_questions_about_what_is_coming(text: str) -> None:
+    assert is_question(text)

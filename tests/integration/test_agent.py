@@ -635,3 +635,15 @@ async def test_the_other_one_is_the_one_not_acted_on(hass: HomeAssistant, agent:
     assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
     grammar = engine.requests[0].grammar or ""
     assert "light.ceiling_lights" in grammar and "light.office_rgbw_lights" not in grammar
+
+
+async def test_a_question_about_the_one_list_reads_it_at_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "What do I need to buy?": the home's one to-do list is read (what is on it), not
+    guessed at by the model."""
+    await hass.services.async_call(
+        "todo", "add_item", {"entity_id": "todo.shopping_list", "item": "Eggs"}, blocking=True
+    )
+    engine = script(agent)
+    speech, conversation_id = await ask(hass, "What do I need to buy?")
+    assert "Eggs" in speech and engine.requests == []
+    assert [r.get("name") for r in tool_results(hass, conversation_id)] == ["get_state"]

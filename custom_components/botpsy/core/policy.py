@@ -88,7 +88,8 @@ def restoring_service(domain: str, state: str) -> str:
 # A question asks; it does not ask for an action ("is the light on?" must not switch it).
 # "Can you / do you ..." are requests in question form, and act.
 _QUESTION = re.compile(
-    r"^\s*(what|what's|whats|how|how's|is|are|was|were|does|did|which|who|when|where|why|has|have)\b(?!\s+you\b)",
+    r"^\s*(?:(?:what|what's|whats|how|how's|is|are|was|were|does|did|which|who|when|where|why|has|have)\b(?!\s+you\b)"
+    r"|(?:do|will) (?:i|we) (?:have|need)\b|at what\b|will it\b)",
     re.IGNORECASE,
 )
 

@@ -305,9 +305,20 @@ _MEDIA_OFF = (frozenset({"media_pause", "media_stop"}), frozenset({"turn_off"}))
 _VALUE = re.compile(r"\d|%|\b(?:percent|half|halfway|bit|little|more|less)\b")
 
 
+# What is said of an item on a list: it goes on, or is done ("tick that off").
+_ADD = re.compile(r"\b(?:add|put)\b.+\b(?:to|on|onto)\b")
+_DONE = re.compile(r"\b(?:tick|check|cross|mark)\b|\btake (?:it|that|them) off\b")
+LIST_ADD = (frozenset({"add_item"}),)
+LIST_DONE = (frozenset({"update_item"}),)
+
+
 def _services(text: str) -> tuple[frozenset[str], ...]:
     """The services the one verb of `text` asks for; none where it says a value, two
     verbs or none."""
+    if _DONE.search(text):
+        return LIST_DONE
+    if _ADD.search(text):
+        return LIST_ADD
     said = [services for pattern, services in VERBS if pattern.search(text)]
     if len(said) != 1 or _VALUE.search(text):
         return ()

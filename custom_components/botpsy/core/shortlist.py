@@ -77,7 +77,22 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
     "vacuum": ("vacuum", "robot", "clean", "cleaning", "vacuuming", "base", "dock", "charging station"),
     "scene": ("scene", "mood"),
     "script": ("script", "routine"),
-    "todo": ("list", "todo", "shopping", "add"),
+    "todo": ("list", "todo", "shopping", "add", "chores", "buy"),
+    # What a forecast or a calendar answers.
+    "weather": ("weather", "forecast", "rain", "snow", "sunny", "umbrella", "storm", "outside"),
+    "calendar": (
+        "calendar",
+        "appointment",
+        "appointments",
+        "event",
+        "events",
+        "meeting",
+        "meetings",
+        "schedule",
+        "agenda",
+        "plans",
+        "anything on",
+    ),
     "sensor": ("temperature", "humidity", "sensor", "power", "energy"),
     "alarm_control_panel": ("alarm", "arm", "disarm"),
 }
