@@ -440,3 +440,10 @@ def test_a_greeting_names_no_device_by_part() -> None:
 def test_the_lights_without_a_place_are_all_of_them() -> None:
     named = named_in("turn off the lights", PLACES)
     assert named.anywhere and named.all_that_fit
+
+
+def test_a_part_of_a_request_is_read_without_parts_of_its_own() -> None:
+    """The satellite's area says "and" ("Kitchen and Dining"): a part names it whole."""
+    home = (Entity("light.k", "Pendant", area="Kitchen and Dining"), Entity("fan.k", "Fan", area="Kitchen and Dining"))
+    named = named_in("turn on the light here and switch off the fan", home, here="Kitchen and Dining")
+    assert named.several and named.parts

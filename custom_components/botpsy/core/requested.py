@@ -368,7 +368,7 @@ _DEGREES = re.compile(r"\d\s*(?:°|[fc]\b)")
 def _parts(request: str, entities: tuple[Entity, ...], here: str | None) -> tuple[Named, ...]:
     """What each part of a request for several things names, where its verb asks for
     services ("turn the floor lamp on", "and the kitchen ceiling off")."""
-    parts = (named_in(part, entities, here=here) for part in _SEVERAL.split(request) if part.strip())
+    parts = (named_in(part, entities, here=here, whole=False) for part in _SEVERAL.split(request) if part.strip())
     return tuple(part for part in parts if part.services and (part.entity_ids or part.kinds or part.partly))
 
 
@@ -418,11 +418,19 @@ def _by_area_said(text: str, same_name: list[Entity], here: str | None) -> set[s
     return {e.entity_id for e in same_name if not areas or e.area in areas}
 
 
-def named_in(request: str, entities: Iterable[Entity], here: str | None = None, recent: Iterable[str] = ()) -> Named:
+def named_in(
+    request: str,
+    entities: Iterable[Entity],
+    here: str | None = None,
+    recent: Iterable[str] = (),
+    *,
+    whole: bool = True,
+) -> Named:
     """The devices, areas, floors and kinds `request` names; "here" is the area `here`
     (the area of the device that heard it). A request that names none of them ("turn it
     off", "unpause", "good night") is about the `recent` devices of the conversation, or
-    the domains its words point at, if any."""
+    the domains its words point at, if any. A part of a request (`whole` False) is read
+    without its own parts."""
     text = request.lower()
     if here:
         text = _HERE.sub(f"in the {here.lower()}", text)
@@ -486,7 +494,7 @@ def named_in(request: str, entities: Iterable[Entity], here: str | None = None, 
             several=several,
             partly=partly,
             services=() if several else services,
-            parts=_parts(request, entities, here) if several else (),
+            parts=_parts(request, entities, here) if several and whole else (),
         )
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
     if _DEGREES.search(text):  # "make it 72 F"
