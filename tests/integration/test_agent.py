@@ -218,13 +218,18 @@ async def test_one_device_of_several_is_asked_for_not_guessed(hass: HomeAssistan
     assert device_states(hass) == before and engine.requests == []
 
 
-async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    """A small model writes the call once; "the lights in the den" are all of them."""
+async def async_put_in_den(hass: HomeAssistant, *entity_ids: str) -> None:
+    """A new area, the Den, for the devices of `entity_ids`."""
     den = ar.async_get(hass).async_create("Den")
-    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
+    for entity_id in entity_ids:
         device_id = er.async_get(hass).async_get(entity_id).device_id  # type: ignore[union-attr]
         dr.async_get(hass).async_update_device(device_id, area_id=den.id)  # type: ignore[arg-type]
     await hass.async_block_till_done()
+
+
+async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A small model writes the call once; "the lights in the den" are all of them."""
+    await async_put_in_den(hass, "light.kitchen_lights", "light.ceiling_lights")
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
     speech, _conversation_id = await ask(hass, "Turn off the lights in the den")
     for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
@@ -622,11 +627,7 @@ async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: Mock
 
 
 async def test_the_other_one_is_the_one_not_acted_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    den = ar.async_get(hass).async_create("Den")
-    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
-        device_id = er.async_get(hass).async_get(entity_id).device_id  # type: ignore[union-attr]
-        dr.async_get(hass).async_update_device(device_id, area_id=den.id)  # type: ignore[arg-type]
-    await hass.async_block_till_done()
+    await async_put_in_den(hass, "light.kitchen_lights", "light.ceiling_lights")
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
     engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
