@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import codecs
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 import ctypes
 import functools
 import json
@@ -40,8 +40,9 @@ else:  # run as a script: the module next to this file, looked up after everythi
     from constrained import Decoder, Vocabulary, parse_grammar
 
 # State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
-# recurrent state), bounded by count and by bytes: least recently used go first.
-MAX_SNAPSHOTS = 4
+# recurrent state), bounded by count and by bytes: least recently used go first. The
+# stable prefix and the states block take two; conversations' last turns the rest.
+MAX_SNAPSHOTS = 8
 MAX_SNAPSHOT_BYTES = 256 << 20
 # Parsed grammars kept, to be cloned per request instead of parsed again.
 MAX_GRAMMARS = 8
@@ -183,6 +184,10 @@ class Model:
         self._grammars: OrderedDict[str, Any] = OrderedDict()
         # Prefix tokens -> sequence state, restored by requests that start with the prefix.
         self._snapshots: OrderedDict[tuple[int, ...], ctypes.Array[ctypes.c_uint8]] = OrderedDict()
+        # Whether the memory ends with a generation (worth a snapshot before it is overwritten).
+        self._generated = False
+        # Whether a snapshot may be restored and cut back (not where the model cannot cut).
+        self._partial_restores = True
         # The last generation's output: (token, whether it was forced), for tests.
         self.last_output: list[tuple[int, bool]] = []
 
@@ -213,37 +218,55 @@ class Model:
         fresh logits. The memory left by the last request is cut back to the prefix it
         shares, where the model can (a transformer can; a recurrent or hybrid model such as
         Qwen3.5 cannot, nor a sliding-window cache that dropped what the prefix needs). A
-        state snapshot of a longer prefix wins, or stands in where cutting back fails; if
+        state snapshot that shares more wins, or stands in where cutting back fails; if
         there is none, the shared prefix is evaluated first and snapshotted, as it is likely
-        stable and the next request can start there.
+        stable and the next request can start there. A generation's end is snapshotted
+        before another prompt overwrites it: the conversation's next turn starts there.
         """
         llm = self.llm
         limit = len(tokens) - 1 if keep_last else len(tokens)
-        shared = 0
-        for old, new in zip(llm._input_ids, tokens, strict=False):
-            if old != new:
-                break
-            shared += 1
-        shared = min(shared, limit)
-        snapshot = max(
-            (p for p in self._snapshots if len(p) <= limit and tuple(tokens[: len(p)]) == p), key=len, default=None
+        memory: list[int] = llm._input_ids[: llm.n_tokens].tolist()
+        shared = min(_shared_length(memory, tokens), limit)
+        if self._generated and shared < llm.n_tokens:
+            self._snapshot(tuple(memory))
+        self._generated = False
+        full = max(
+            (p for p in self._snapshots if len(p) <= limit and tuple(tokens[: len(p)]) == p), key=len, default=()
         )
-        if snapshot is not None:
-            self._snapshots.move_to_end(snapshot)
-        if shared > 0 and shared >= len(snapshot or ()) and self._cut_back(shared):
+        if full:
+            self._snapshots.move_to_end(full)  # in use, even where the memory serves
+        memory_kept = True
+        if self._partial_restores:
+            # A snapshot that shares more than the memory and any whole snapshot, cut back
+            # to what it shares (a conversation's last turn, retokenized differently).
+            partial = max(((min(_shared_length(p, tokens), limit), p) for p in self._snapshots), default=(0, ()))
+            length, prefix = partial
+            if length > max(shared, len(full)):
+                memory_kept = False
+                if self._restore(prefix) and self._cut_back(length):
+                    self._snapshots.move_to_end(prefix)
+                    return length, length
+                self._partial_restores = False  # the model cannot cut back: never again
+        if memory_kept and shared > 0 and shared >= len(full) and self._cut_back(shared):
             return shared, shared
+        if full and self._restore(full):
+            return len(full), len(full)
         self.clear()
-        if snapshot is not None:
-            state = self._snapshots[snapshot]
-            if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, state, len(state), 0):
-                llm.input_ids[: len(snapshot)] = snapshot
-                llm.n_tokens = len(snapshot)
-                return len(snapshot), len(snapshot)
-            self.clear()
         if shared > 0:
             llm.eval(tokens[:shared])
             self._snapshot(tuple(tokens[:shared]))
         return llm.n_tokens, 0
+
+    def _restore(self, prefix: tuple[int, ...]) -> bool:
+        """Replace the memory by the snapshot of `prefix`."""
+        self.clear()
+        state = self._snapshots[prefix]
+        if not llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, state, len(state), 0):
+            self.clear()
+            return False
+        self.llm.input_ids[: len(prefix)] = prefix
+        self.llm.n_tokens = len(prefix)
+        return True
 
     def _cut_back(self, shared: int) -> bool:
         """Drop the memory after the first `shared` tokens, if the model can."""
@@ -321,6 +344,7 @@ class Model:
         )
         try:
             llm.eval(tokens[start:])
+            self._generated = True
             yield from self._decode(request, decoder, tokens, cancelled, started, cached)
         finally:
             decoder.close()
@@ -438,6 +462,16 @@ class Model:
             decoder.accept(token)
             accepted.append(token)
         return accepted, whole and len(accepted) == len(tokens) - 1
+
+
+def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens `a` and `b` share from their start."""
+    shared = 0
+    for old, new in zip(a, b, strict=False):
+        if old != new:
+            break
+        shared += 1
+    return shared
 
 
 def _whole_characters(data: bytes) -> int:
