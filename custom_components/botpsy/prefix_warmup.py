@@ -178,6 +178,22 @@ class PrefixWarmup:
         self.async_schedule()
 
     @callback
+    def async_prefill_conversation(self, prefix: str) -> None:
+        """Prefill what a conversation's next turn starts with (its history), in the
+        background: a request that comes first interrupts it."""
+        self.entry.async_create_background_task(
+            self.hass, self._async_prefill_conversation(prefix), f"BotPsy conversation warm-up {self.name}"
+        )
+
+    async def _async_prefill_conversation(self, prefix: str) -> None:
+        try:
+            await self._engine().async_prefill(prefix)
+        except PrefillInterruptedError:
+            LOGGER.debug("A request went before the conversation warm-up of %s", self.name)
+        except EngineError as err:
+            LOGGER.debug("Prefilling a conversation of %s failed: %s", self.name, err)
+
+    @callback
     def async_schedule(self, delay: float = REFRESH_DELAY, *, debounce: bool = True) -> None:
         """Refresh after `delay` without another change (nothing before HA started); without
         `debounce`, a refresh already pending is not postponed."""

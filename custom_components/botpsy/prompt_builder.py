@@ -82,6 +82,9 @@ _PROBE_REPLY = "\x01botpsy-reply\x01"
 class _Conversation:
     user_texts: dict[tuple[datetime, str], str] = field(default_factory=dict)
     seen: str = ""  # the last prompt and the model's output, as the engine saw them
+    # The device lines its turns showed, the latest per device: a later turn repeats a
+    # line only where the state changed since.
+    shown: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +148,18 @@ class ConversationPrompts:
         item = self._conversations.get(conversation_id)
         return item.user_texts.get((content.created, content.content)) if item else None
 
-    def set_user_text(self, conversation_id: str, content: conversation.UserContent, text: str) -> None:
-        self._get(conversation_id).user_texts[(content.created, content.content)] = text
+    def set_user_text(
+        self, conversation_id: str, content: conversation.UserContent, text: str, lines: dict[str, str]
+    ) -> None:
+        """The text `content` is sent with, and the device lines it shows."""
+        item = self._get(conversation_id)
+        item.user_texts[(content.created, content.content)] = text
+        item.shown |= lines
+
+    def unseen(self, conversation_id: str, lines: dict[str, str]) -> dict[str, str]:
+        """Of `lines`, those the conversation has not shown as they are now."""
+        shown = self._get(conversation_id).shown
+        return {e: line for e, line in lines.items() if shown.get(e) != line}
 
     def record(self, conversation_id: str, prompt: str, output: str) -> None:
         """The engine evaluated `prompt` and generated `output`."""
@@ -277,9 +290,11 @@ class PromptBuilder:
         read_only: bool = False,
         named: Named = NAMES_NOTHING,
         must_call: bool = False,
+        one_call: bool = False,
     ) -> GenerateRequest:
         """The request of one generation round (calls allowed only if `with_tools`, and only
-        BotPsy's reading ones if `read_only`; no text instead of a call if `must_call`).
+        BotPsy's reading ones if `read_only`; no text instead of a call if `must_call`; at
+        most one call if `one_call`).
 
         The prompt shows every tool in every round (a stable prefix); the grammar allows
         the shortlisted targets only, and no call at all when calls are not allowed. An
@@ -301,7 +316,9 @@ class PromptBuilder:
         if constrained and offered:
             # Free text a call carries is said by the user, in this turn or the two before it.
             said = said_spans([c.content for c in users[-3:]])
-            grammar = compile_grammar(tuple(tools), fmt, allow_text=allow_text, said=said)
+            grammar = compile_grammar(
+                tuple(tools), fmt, allow_text=allow_text, said=said, **({"max_calls": 1} if one_call else {})
+            )
         conversation_id = chat_log.conversation_id
         turn = users[-1] if users else None
         if turn is not None and self._conversations.user_text(conversation_id, turn) is None:
@@ -311,13 +328,16 @@ class PromptBuilder:
             if len(users) == 1:
                 lines, shown = self.block_lines(toolbox)
                 if named.entity_ids and named.entity_ids <= shown:
-                    more: list[str] = []  # what it names is in the block: nothing else is needed
+                    more: dict[str, str] = {}  # what it names is in the block: nothing else is needed
                 else:
                     more = self._lines_of(toolbox, sorted(set(entity_ids) - shown))
-                text = first_turn(lines, clock_line(dt_util.now()), turn.content, more)
+                text = first_turn(lines, clock_line(dt_util.now()), turn.content, list(more.values()))
+                turn_lines = self._lines_of(toolbox, shown) | more
             else:
-                text = later_turn(self._lines_of(toolbox, sorted(set(entity_ids))), turn.content)
-            self._conversations.set_user_text(conversation_id, turn, text)
+                now = self._lines_of(toolbox, sorted(set(entity_ids)))
+                turn_lines = self._conversations.unseen(conversation_id, now)
+                text = later_turn(list(turn_lines.values()), turn.content)
+            self._conversations.set_user_text(conversation_id, turn, text, turn_lines)
 
         def user_text(content: conversation.UserContent) -> str:
             return self._conversations.user_text(conversation_id, content) or content.content
@@ -340,9 +360,38 @@ class PromptBuilder:
         stop = (info.eos_token,) if info and info.eos_token else ()
         return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
 
-    def _lines_of(self, toolbox: Toolbox, entity_ids: Iterable[str]) -> list[str]:
+    def next_turn_prefix(self, chat_log: conversation.ChatLog, toolbox: Toolbox) -> str | None:
+        """The conversation's next prompt up to its user turn, as that turn will render it
+        (its history: the calls, their results, the reply), or None if the engine renders
+        its own prompts or the tools do not fit. Prefilled after a turn, a follow-up then
+        evaluates about its own words."""
+        template = self._engine.chat_template
+        schemas = toolbox.schemas() if toolbox.compiled or toolbox.others else []
+        if template is None or not self._fits(schemas):
+            return None
+        conversation_id = chat_log.conversation_id
+
+        def user_text(content: conversation.UserContent) -> str:
+            return self._conversations.user_text(conversation_id, content) or content.content
+
+        max_history = int(self.subentry.data.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY))
+        messages = chat_messages(chat_log, max_history, user_text)
+        if messages and messages[0]["role"] == "system":
+            messages[0]["content"] = _with_examples(messages[0]["content"], toolbox)
+        messages.append({"role": "user", "content": _TURN_SENTINEL})
+        try:
+            rendered = template.render(messages, tools=schemas or None)
+        except EngineError:
+            return None
+        rendered = self._conversations.extend(conversation_id, rendered, self._generation_extra())
+        cut = rendered.find(_TURN_SENTINEL)
+        return rendered[:cut] if cut > 0 else None
+
+    def _lines_of(self, toolbox: Toolbox, entity_ids: Iterable[str]) -> dict[str, str]:
         """The device lines of `entity_ids`, with their states now."""
-        return [device_line(state, toolbox.home.entity(e)) for e in entity_ids if (state := live_state(self.hass, e))]
+        return {
+            e: device_line(state, toolbox.home.entity(e)) for e in entity_ids if (state := live_state(self.hass, e))
+        }
 
     def block_lines(self, toolbox: Toolbox) -> tuple[list[str], frozenset[str]]:
         """The states block's device lines now, and the devices they show: every device of

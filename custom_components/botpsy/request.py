@@ -83,6 +83,9 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         reply = f"{undone} {reply or streamed or ''}".strip()
     if reply:
         await async_say(chat_log, agent.entity_id, reply)
+    # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
+    if agent.warmup is not None and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox)):
+        agent.warmup.async_prefill_conversation(prefix)
 
 
 @dataclass(slots=True)
@@ -309,6 +312,9 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             # model that would rather explain the call (in text) makes it; so is the
             # rest of a request for several things.
             must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
+            # A request for one thing is one call (one for every device that fits is
+            # spread over them): a small model otherwise writes it again and again.
+            one_call=not (named.several or scope.question),
         )
         # After a failed action, text is held back: it could claim what did not happen.
         # The last round allows no calls: those the model still writes are not run.

@@ -344,28 +344,30 @@ async def async_measure_requests(
     return result, warms
 
 
-# A conversation's second turn: a follow-up about what the first acted on.
-FOLLOW_UP = "Turn it back on"
+# A conversation's second turn: a follow-up about what the first acted on, worded anew
+# each time (a repeated one would find its own earlier evaluation kept).
+FOLLOW_UPS = ("Turn it back on", "Switch it on again", "Put that light on again", "Now turn it on", "Back on please")
 FOLLOW_UP_EXPECT = ("light.kitchen", "on")
 
 
 async def async_follow_ups(bench: AgentBench, runs: int) -> dict[str, Any]:
-    """REQUEST, then FOLLOW_UP in the same conversation, WARM_PER_RUN times per run: the
+    """REQUEST, then a follow-up (FOLLOW_UPS) in the same conversation, WARM_PER_RUN times per run: the
     follow-up extends its conversation's cached prompt, so it evaluates about its own
     words, and takes no longer than the first turn."""
     firsts: list[Sample] = []
     seconds: list[Sample] = []
-    for _ in range(runs * WARM_PER_RUN):
+    for number in range(runs * WARM_PER_RUN):
+        follow_up = FOLLOW_UPS[number % len(FOLLOW_UPS)]
         await bench.async_reset()
         await bench.async_quiet()
         conversation_id = f"bench-follow-up-{time.monotonic_ns()}"
         firsts.append(await bench.async_ask(REQUEST, expect=EXPECT, conversation_id=conversation_id))
         await bench.async_quiet()
         seconds.append(
-            await bench.async_ask(FOLLOW_UP, expect=FOLLOW_UP_EXPECT, conversation_id=conversation_id, probe=True)
+            await bench.async_ask(follow_up, expect=FOLLOW_UP_EXPECT, conversation_id=conversation_id, probe=True)
         )
     done = [s for s in _finished(seconds) if s.first]
-    words = await bench.async_count(FOLLOW_UP) - await bench.async_count("")
+    words = median([await bench.async_count(s.text) - await bench.async_count("") for s in done], 1) or 0
     evaluated = median([s.first.timings.evaluated_tokens for s in done if s.first], 1)
     first_latency = median([s.latency_s for s in _finished(firsts)])
     latency = median([s.latency_s for s in done])
@@ -378,6 +380,11 @@ async def async_follow_ups(bench: AgentBench, runs: int) -> dict[str, Any]:
         "follow_up_evaluated_over_words": round(evaluated - words, 1) if evaluated is not None else None,
         "follow_up_ok": _outcomes(seconds)["ok"],
         "follow_up_reply": done[-1].reply if done else "",
+        "follow_up_call_text": done[-1].first.text if done and done[-1].first else "",
+        "follow_up_breakdown": {
+            key: median([s.breakdown().get(key) for s in done], 4)  # type: ignore[misc]
+            for key in (done[-1].breakdown() if done else {})
+        },
         "event_loop_worst_stall_ms": round(max((s.stall_ms or 0.0) for s in done), 2) if done else None,
     }
 
