@@ -24,6 +24,8 @@ from .core.formats import ToolCall
 from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.reply import describe
 from .generation import async_say
+from .language import reads_english
+from .phrases import Phrases, async_phrases
 from .targets import Target, UnresolvedError
 from .toolbox import Toolbox
 
@@ -107,10 +109,14 @@ def _asked(target: Target) -> str:
 
 
 async def async_ask_confirmation(
-    hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str, held: Sequence[tuple[ToolCall, Risk]]
+    hass: HomeAssistant,
+    chat_log: conversation.ChatLog,
+    agent_id: str,
+    held: Sequence[tuple[ToolCall, Risk]],
+    phrases: Phrases | None = None,
 ) -> None:
     """Hold the calls for this conversation and ask the user about all of them (a question:
-    the conversation stays open)."""
+    the conversation stays open), in the request's language (`phrases`, else English)."""
     pending = []
     asked = []
     for call, risk in held:
@@ -118,7 +124,11 @@ async def async_ask_confirmation(
         pending.append(PendingAction(call, risk.targets, risk.risky, snapshots, _user_id(chat_log)))
         asked += [_asked(t) for t in risk.risky]
     pending_actions(hass)[chat_log.conversation_id] = tuple(pending)
-    await async_say(chat_log, agent_id, f"To be safe, I ask first: do you want me to {' and '.join(asked)}?")
+    if phrases is not None:
+        question = phrases.asked((t.domain, t.service, t.name) for _call, risk in held for t in risk.risky)
+    else:
+        question = f"To be safe, I ask first: do you want me to {' and '.join(asked)}?"
+    await async_say(chat_log, agent_id, question)
 
 
 def _names(targets: Sequence[Target]) -> str:
@@ -126,7 +136,7 @@ def _names(targets: Sequence[Target]) -> str:
 
 
 async def async_answer_pending(
-    hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str, utterance: str
+    hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str, utterance: str, language: str = "en"
 ) -> bool:
     """Act on the call held in this conversation, if `utterance` answers it; True if it did.
 
@@ -140,10 +150,15 @@ async def async_answer_pending(
         return False
     del held[chat_log.conversation_id]
     risky = [t for p in pending for t in p.risky]
-    if not is_confirmation(utterance):
-        if is_refusal(utterance):
+    english = reads_english(language)
+    phrases = None if english else await async_phrases(hass, language, {t.domain for p in pending for t in p.targets})
+    if not is_confirmation(utterance, language):
+        if is_refusal(utterance, language):
             are = "they are" if len(risky) > 1 else "it is"
-            await async_say(chat_log, agent_id, f"OK, I left {_names(risky)} as {are}.")
+            left = (
+                phrases.say("left_as_is", names=_names(risky)) if phrases else f"OK, I left {_names(risky)} as {are}."
+            )
+            await async_say(chat_log, agent_id, left)
             return True
         return False
     toolbox = Toolbox.from_api(hass, chat_log.llm_api)
@@ -180,6 +195,7 @@ async def async_answer_pending(
             if isinstance(content, conversation.ToolResultContent)
         ]
         # BotPsy's results say what changed; an intent's is seen against the states before.
-        sentences.append(describe([intent_outcome(hass, r, before) or r for r in results]))
+        outcomes = [intent_outcome(hass, r, before) or r for r in results]
+        sentences.append(phrases.done(outcomes) if phrases else describe(outcomes))
     await async_say(chat_log, agent_id, " ".join(sentences))
     return True

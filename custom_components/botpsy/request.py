@@ -50,6 +50,8 @@ from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
 from .generation import Generation, async_say, engine_failure
+from .language import Recognized, async_recognize, chat_language, read_in_language, reads_english
+from .phrases import Phrases, async_phrases
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
 from .undo import async_undo
@@ -60,7 +62,8 @@ if TYPE_CHECKING:
 
 async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, utterance: str) -> None:
     """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
-    if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance):
+    language = chat_language(agent.hass, chat_log)
+    if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance, language):
         return
     if is_undo(utterance):
         undone = await async_undo(agent.hass, chat_log, _context(chat_log))
@@ -69,10 +72,23 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     undone = await async_undo(agent.hass, chat_log, _context(chat_log)) if is_correction(utterance) else None
-    scope = Scope.of(agent.hass, chat_log, utterance)
+    recognized = (
+        None
+        if reads_english(language)
+        else await async_recognize(
+            agent.hass,
+            utterance,
+            language,
+            device_id=chat_log.llm_api.llm_context.device_id if chat_log.llm_api else None,
+            context=_context(chat_log),
+        )
+    )
+    scope = Scope.of(agent.hass, chat_log, utterance, language, recognized)
+    if not scope.english:
+        scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     reply = scope.early_answer()
     if reply is None and (holder := scope.holder_asked_about()) is not None:
-        reply = await _async_read_contents(agent, chat_log, scope.toolbox, holder)
+        reply = await _async_read_contents(agent, chat_log, scope, holder)
     if reply is None:
         reply = await _async_rounds(agent, chat_log, scope)
         # In a bigger home, the states block shows what requests were about lately.
@@ -98,9 +114,20 @@ class Scope:
     entity_ids: list[str]
     named: Named
     question: bool
+    # Whether BotPsy's own word rules read the request (they are written in English).
+    english: bool = True
+    # The wording of the request's language where it is not English (else BotPsy's own).
+    phrases: Phrases | None = None
 
     @classmethod
-    def of(cls, hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str) -> Scope:
+    def of(
+        cls,
+        hass: HomeAssistant,
+        chat_log: conversation.ChatLog,
+        utterance: str,
+        language: str = "en",
+        recognized: Recognized | None = None,
+    ) -> Scope:
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [
             str(call.tool_args.get("entity_id"))
@@ -122,13 +149,19 @@ class Scope:
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         if earlier and recent and _OTHER.search(utterance):
             named = _the_other(toolbox, named, recent) or named
+        if not reads_english(language):
+            # BotPsy's word rules read English: HA's intent matching reads this language
+            # (what it names, and whether it asks); unrecognised, the names said and a
+            # question mark.
+            named, question = read_in_language(utterance, named, toolbox.home.entities, recognized)
+            return cls(utterance, toolbox, entity_ids, named, question, english=False)
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
 
     def early_answer(self) -> str | None:
         """The answer given without the model, to a request for an action that no device
         fits, that names nothing, or that could mean one of several devices; None if
-        the model is asked."""
-        if self.question:
+        the model is asked (always in a language the rules do not read)."""
+        if self.question or not self.english:
             return None
         if self.toolbox.nothing_fits(self.named):
             return f"I found no {self.named.describe()} that I can control, so I did nothing."
@@ -141,6 +174,18 @@ class Scope:
             listed = ", ".join(names[:-1]) + " or " + names[-1] if len(names) <= 5 else ", ".join(names[:5]) + "…"
             return f"{WHICH} {self.named.describe(several)} do you mean: {listed}?"
         return None
+
+    def said_done(self, results: list[dict[str, Any]]) -> str:
+        """What the calls did, in the request's language."""
+        return self.phrases.done(results) if self.phrases else describe(results)
+
+    def said_states(self, results: list[dict[str, Any]]) -> str:
+        """The states a question read, in the request's language."""
+        return self.phrases.states(results) if self.phrases else describe_states(results)
+
+    def sorry(self, key: str, english: str) -> str:
+        """A failure said in the request's language (BotPsy's phrase `key`)."""
+        return self.phrases.say(key) if self.phrases else english
 
     def holder_asked_about(self) -> str | None:
         """The one to-do list, calendar or weather entity a question is about ("what's on my
@@ -170,11 +215,13 @@ CONTENT_DOMAINS = frozenset({"todo", "calendar", "weather"})
 
 
 async def _async_read_contents(
-    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, toolbox: Toolbox, entity_id: str
+    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope, entity_id: str
 ) -> str | None:
     """Read `entity_id` with BotPsy's get_state through the chat log (a call like the
     model's, run by HA's LLM API); the answer is what was read. None if the tool is missing."""
-    tool = next((t for t in toolbox.compiled if t.read_only and entity_id in t.targets and GET_STATE in t.name), None)
+    tool = next(
+        (t for t in scope.toolbox.compiled if t.read_only and entity_id in t.targets and GET_STATE in t.name), None
+    )
     if tool is None or chat_log.llm_api is None:
         return None
     call = llm.ToolInput(tool_name=tool.name, tool_args={"entity_id": entity_id})
@@ -184,7 +231,7 @@ async def _async_read_contents(
             conversation.AssistantContent(agent.entity_id, tool_calls=[call])
         )
     ]
-    return describe_states(results) or None
+    return scope.said_states(results) or None
 
 
 # How the question that asks which device begins (answered in the next turn).
@@ -297,7 +344,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         if round_number == rounds and failed:
             break
         # A question, once something was read, is answered with what was read.
-        if scope.question and (facts := describe_states(results)):
+        if scope.question and (facts := scope.said_states(results)):
             return facts
         with_tools = round_number < rounds and not (scope.question and results)
         request = agent.prompts.round_request(
@@ -314,7 +361,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
             # A request for one thing is one call (one for every device that fits is
             # spread over them): a small model otherwise writes it again and again.
-            one_call=not (named.several or scope.question),
+            one_call=scope.english and not (named.several or scope.question),
         )
         # After a failed action, text is held back: it could claim what did not happen.
         # The last round allows no calls: those the model still writes are not run.
@@ -365,13 +412,13 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         if generation.held:
             # Whatever else ran is reported with the question.
             if done := [r for r in new if is_action(toolbox.compiled, r["name"])]:
-                await async_say(chat_log, agent.entity_id, describe(done))
-            await async_ask_confirmation(agent.hass, chat_log, agent.entity_id, generation.held)
+                await async_say(chat_log, agent.entity_id, scope.said_done(done))
+            await async_ask_confirmation(agent.hass, chat_log, agent.entity_id, generation.held, scope.phrases)
             return None
         if not generation.calls:
             parsed = generation.parsed
             if not failed and parsed is not None and parsed.errors and not parsed.content:
-                return "Sorry, I could not make sense of the model's answer."
+                return scope.sorry("no_sense", "Sorry, I could not make sense of the model's answer.")
             break
         # Actions all done (BotPsy's, or HA's intents): say what changed. Reads and
         # failures go back to the model for another round.
@@ -386,7 +433,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             acted = [e for r in new for i in _acted_on(r) if (e := toolbox.home.entity(i)) is not None]
             rest = named.rest(acted, toolbox.actionable()) if round_number + 1 < rounds else None
             if rest is None:
-                return describe(said)
+                return scope.said_done(said)
             named = rest
             continue
     # BotPsy's actions, and HA's intents that failed (those that acted are in `done`).
@@ -394,10 +441,10 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         r for r in results if is_action(toolbox.compiled, r["name"]) or (r.get("error") and toolbox.writes(r["name"]))
     ]
     if actions := writes + done:
-        return describe(actions)
+        return scope.said_done(actions)
     last = chat_log.content[-1]
     if not isinstance(last, conversation.AssistantContent) or not last.content:
-        return "Sorry, I could not finish that request."
+        return scope.sorry("not_finished", "Sorry, I could not finish that request.")
     return None
 
 

@@ -92,7 +92,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, object]:
         else:
             described["model"] = spec.server
     baseline = results.get("builtin", []) if spec.kind == "botpsy" else []
-    return reports.build(suite.name, suite.format, described, results[spec.kind], baseline)
+    languages = {str(home.fixture.get("language") or "en") for home in suite.homes}
+    language = languages.pop() if len(languages) == 1 else "en"
+    return reports.build(suite.name, suite.format, described, results[spec.kind], baseline, language)
 
 
 def main(argv: list[str] | None = None) -> None:

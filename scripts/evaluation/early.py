@@ -2,9 +2,12 @@
 
 `python -m scripts.evaluation.early --dataset DIR [DIR ...]`: loads each home into a real
 Home Assistant (no model), runs the request's first steps as the agent does (what it
-names, then `Scope.early_answer`) on every sentence, and counts the early answers. One
-is wrong where the case expects an action: a change, a device acted on (device-actions
-groups) or an intent that HA's own handling acts with. Lists the wrong ones.
+names, whether it asks, then `Scope.early_answer`) on every sentence, and counts the
+early answers. One is wrong where the case expects an action: a change, a device acted
+on (device-actions groups) or an intent that HA's own handling acts with; so is a
+request for an action read as a question (it is never done). Lists the wrong ones, and
+counts apart the questions read as requests (only the model keeps those from acting).
+In a language the word rules do not read, HA's intent matching reads as the agent does.
 
 A question back ("Which Bedroom Light do you mean: … in the Master Bedroom or … in the
 Guest Bedroom?") is counted apart, as ambiguous, where no word of the request tells the
@@ -30,6 +33,7 @@ from custom_components.botpsy.core.policy import is_question
 from custom_components.botpsy.core.requested import named_in
 from custom_components.botpsy.core.tools import compile_tools
 from custom_components.botpsy.home_snapshot import async_snapshot_home
+from custom_components.botpsy.language import async_recognize, read_in_language, reads_english
 from custom_components.botpsy.request import Scope
 from custom_components.botpsy.toolbox import Toolbox
 
@@ -48,6 +52,8 @@ class EarlyAnswer:
     wrong: bool
     # ... but the request could mean any of the devices the answer asks between.
     ambiguous: bool = False
+    # A question the rules read as a request (no early answer: counted apart).
+    question_missed: bool = False
 
 
 def _words(text: str) -> set[str]:
@@ -80,12 +86,26 @@ async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
             home = await async_snapshot_home(hass)
             toolbox = Toolbox(compiled=list(compile_tools(home)), home=home, hass=hass)
             areas = {a.area_id: a.name for a in fixture.areas} | {a.name: a.name for a in fixture.areas}
+            english = reads_english(fixture.language)
             for case in home_cases.cases:
                 here = areas.get(case.context_area or "")
+                device_id = loaded.satellite_device(case.context_area) if case.context_area else None
                 named = named_in(case.sentence, home.entities, here=here)
-                scope = Scope(case.sentence, toolbox, [], named, is_question(case.sentence))
+                if english:
+                    question = is_question(case.sentence)
+                else:
+                    recognized = await async_recognize(hass, case.sentence, fixture.language, device_id=device_id)
+                    named, question = read_in_language(case.sentence, named, home.entities, recognized)
+                scope = Scope(case.sentence, toolbox, [], named, question, english=english)
+                if question and not case.expect_response and await _wants_action(hass, loaded, case, device_id):
+                    # Taken for a question, a request for an action is never done.
+                    answers.append(EarlyAnswer(case.id, case.sentence, "(read as a question)", True))
+                elif not question and case.expect_response and not case.expect_changes:
+                    # A question taken for a request: only the model keeps it from acting.
+                    answers.append(
+                        EarlyAnswer(case.id, case.sentence, "(question read as a request)", False, False, True)
+                    )
                 if (answer := scope.early_answer()) is not None:
-                    device_id = loaded.satellite_device(case.context_area) if case.context_area else None
                     wrong = await _wants_action(hass, loaded, case, device_id)
                     target = target_entity(fixture, case) if case.target else None
                     ambiguous = wrong and _ambiguous(case.sentence, toolbox.one_of_several(named), target)
@@ -97,7 +117,9 @@ async def audit(roots: list[Path]) -> dict[str, object]:
     suites = []
     for root in roots:
         suite = load_suite(root)
-        answers = [a for home in suite.homes for a in await _home_answers(home)]
+        read = [a for home in suite.homes for a in await _home_answers(home)]
+        missed = [a for a in read if a.question_missed]
+        answers = [a for a in read if not a.question_missed]
         wrong = [a for a in answers if a.wrong]
         ambiguous = [a for a in answers if a.ambiguous]
         total = len(suite.cases)
@@ -112,6 +134,8 @@ async def audit(roots: list[Path]) -> dict[str, object]:
                 "wrong_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in wrong],
                 "ambiguous": len(ambiguous),
                 "ambiguous_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in ambiguous],
+                "questions_read_as_requests": len(missed),
+                "questions_read_as_requests_cases": [{"id": a.case, "sentence": a.sentence} for a in missed],
             }
         )
     return {"suites": suites}
@@ -128,7 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     for suite in result["suites"]:  # type: ignore[attr-defined]
         print(
             f"{suite['suite']}: {suite['early_answers']} early answers in {suite['requests']} requests, "
-            f"{suite['wrong']} wrong ({suite['wrong_share']} %), {suite['ambiguous']} ambiguous asked which"
+            f"{suite['wrong']} wrong ({suite['wrong_share']} %), {suite['ambiguous']} ambiguous asked which, "
+            f"{suite['questions_read_as_requests']} questions read as requests"
         )
 
 

@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+import re
 from typing import Any
 
 
@@ -82,6 +83,17 @@ def _failure_rank(cause: str) -> tuple[int, str]:
     return (FAILURE_ORDER.index(cause) if cause in FAILURE_ORDER else len(FAILURE_ORDER), cause)
 
 
+# Words that English replies have and replies in the other languages BotPsy claims rarely do.
+_ENGLISH = re.compile(r"\b(?:the|is|was|were|did|not|nothing|changed|sorry|done|which|what|you|could|found)\b", re.I)
+
+
+def english_replies(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """Replies that read as English (two or more of its common words), for a suite in
+    another language: each should be in the suite's language."""
+    english = [r for r in results if len(set(w.lower() for w in _ENGLISH.findall(r.reply))) >= 2]
+    return {"english": len(english), "total": len(results), "examples": [r.reply for r in english[:10]]}
+
+
 def _latency(results: Sequence[CaseResult]) -> dict[str, float]:
     values = sorted(r.latency_s for r in results)
     if not values:
@@ -90,7 +102,12 @@ def _latency(results: Sequence[CaseResult]) -> dict[str, float]:
 
 
 def build(
-    suite: str, suite_format: str, agent: dict[str, Any], results: Sequence[CaseResult], baseline: Sequence[CaseResult]
+    suite: str,
+    suite_format: str,
+    agent: dict[str, Any],
+    results: Sequence[CaseResult],
+    baseline: Sequence[CaseResult],
+    language: str = "en",
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
         "suite": suite,
@@ -102,6 +119,7 @@ def build(
         "categories": by_category(results),
         "failures": failures(results),
         "latency": _latency(results),
+        **({"language": language, "english_replies": english_replies(results)} if language != "en" else {}),
         "cases": [r.as_dict() for r in results],
     }
     if baseline:
@@ -112,6 +130,7 @@ def build(
             **({"conversations": talk} if (talk := conversations(baseline)) else {}),
             "categories": by_category(baseline),
             "failures": failures(baseline),
+            **({"english_replies": english_replies(baseline)} if language != "en" else {}),
             "cases": [r.as_dict() for r in baseline],
         }
     return report

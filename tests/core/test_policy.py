@@ -55,6 +55,33 @@ def test_confirmation_answers() -> None:
     assert is_refusal("no, leave it") and not is_refusal("nobody home")
 
 
+@pytest.mark.parametrize(
+    ("language", "yes", "no", "neither"),
+    [
+        ("de", ["Ja", "ja, bitte", "Klar!", "Mach das"], ["Nein", "nein danke", "Lieber nicht"], ["Jalousie hoch"]),
+        (
+            "fr",
+            ["Oui", "oui, vas-y", "D'accord", "Bien sûr"],
+            ["Non", "non merci", "Laisse tomber"],
+            ["Ouvre le volet"],
+        ),
+        ("es-ES", ["Sí", "¡Sí, hazlo!", "Vale", "Claro que sí"], ["No", "no, gracias", "Mejor no"], ["Sigue"]),
+        ("pt-BR", ["Sim", "Pode"], ["Não"], ["Simone"]),
+    ],
+)
+def test_a_yes_and_a_no_in_the_users_language(language: str, yes: list[str], no: list[str], neither: list[str]) -> None:
+    """A held call is answered in the language it was asked in; an English yes to a French
+    question is no yes (the user is asked in French, and answers in French)."""
+    for text in yes:
+        assert is_confirmation(text, language) and not is_refusal(text, language), text
+    for text in no:
+        assert is_refusal(text, language) and not is_confirmation(text, language), text
+    for text in neither:
+        assert not is_confirmation(text, language) and not is_refusal(text, language), text
+    assert not is_confirmation("oui", "en") and not is_confirmation("yes", "fr")
+    assert not is_confirmation("ja", "xx")  # a language without its words: never a yes
+
+
 def test_entry_devices_need_confirmation() -> None:
     assert needs_confirmation("cover", "open_cover", "garage")
     assert needs_confirmation("cover", "toggle", "gate")

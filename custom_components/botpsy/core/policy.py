@@ -24,10 +24,6 @@ _SAFE_SERVICES = {
 }
 _ENTRY_DEVICE_CLASSES = frozenset({"garage", "gate", "door"})
 
-_YES = re.compile(
-    r"^\s*(yes|yeah|yep|sure|ok|okay|confirm(ed)?|do it|go ahead|please do|absolutely|correct)\b", re.IGNORECASE
-)
-
 
 def needs_confirmation(domain: str, service: str, device_class: str | None) -> bool:
     """Whether `service` on a device of `domain` (and `device_class`) waits for a yes."""
@@ -36,16 +32,50 @@ def needs_confirmation(domain: str, service: str, device_class: str | None) -> b
     return domain != "cover" or device_class in _ENTRY_DEVICE_CLASSES
 
 
-_NO = re.compile(r"^\s*(no|nope|don't|do not|cancel|stop|never ?mind|leave it)\b", re.IGNORECASE)
+# A yes and a no to "do you want me to …?", by language (the word that starts the answer):
+# the languages BotPsy serves. Anything else is no yes: the held call is not run.
+_YES_WORDS = {
+    "en": r"yes|yeah|yep|sure|ok|okay|confirm(?:ed)?|do it|go ahead|please do|absolutely|correct",
+    "de": r"ja|jawohl|jep|klar|sicher|gerne|mach (?:es|das)|bitte ja|okay|ok|bestätige|genau|richtig",
+    "fr": r"oui|ouais|bien sûr|d'accord|ok|okay|vas-y|allez-y|confirme|je confirme|exactement|volontiers",
+    "es": r"sí|si|claro|vale|de acuerdo|ok|okay|adelante|hazlo|confirmo|confirmado|por supuesto|correcto",
+    "it": r"sì|si|certo|va bene|ok|okay|confermo|fallo|procedi|esatto",
+    "pt": r"sim|claro|pode|ok|okay|confirmo|faça isso|faz isso|com certeza|correto",
+}
+_NO_WORDS = {
+    "en": r"no|nope|don't|do not|cancel|stop|never ?mind|leave it",
+    "de": r"nein|nee|nö|lieber nicht|nicht|abbrechen|stopp|lass es|lass das|vergiss es",
+    "fr": r"non|pas question|annule|annuler|arrête|laisse tomber|laisse|ne fais pas",
+    "es": r"no|cancela|cancelar|para|déjalo|olvídalo|mejor no",
+    "it": r"no|annulla|lascia stare|lascia perdere|fermati|meglio di no",
+    "pt": r"não|nao|cancela|cancelar|deixa|esquece|melhor não",
+}
 
 
-def is_confirmation(text: str) -> bool:
-    """Whether the user's reply confirms (anything else cancels)."""
-    return bool(_YES.match(text))
+def _answer(words: dict[str, str]) -> dict[str, re.Pattern[str]]:
+    return {lang: re.compile(rf"^\W*(?:{w})(?!\w)", re.IGNORECASE) for lang, w in words.items()}
 
 
-def is_refusal(text: str) -> bool:
-    return bool(_NO.match(text))
+_YES = _answer(_YES_WORDS)
+_NO = _answer(_NO_WORDS)
+# The languages whose yes and no BotPsy reads (and so whose held calls it can run).
+ANSWER_LANGUAGES = frozenset(_YES_WORDS)
+
+
+def base_language(language: str | None) -> str:
+    """ "fr" of "fr-CA", "pt" of "pt-BR"; English where none is given."""
+    return (language or "en").split("-")[0].split("_")[0].lower()
+
+
+def is_confirmation(text: str, language: str | None = "en") -> bool:
+    """Whether the user's reply confirms (anything else cancels), in their language."""
+    pattern = _YES.get(base_language(language))
+    return bool(pattern and pattern.match(text))
+
+
+def is_refusal(text: str, language: str | None = "en") -> bool:
+    pattern = _NO.get(base_language(language))
+    return bool(pattern and pattern.match(text))
 
 
 # "Undo that", "put it back": what the last turn changed goes back as it was.

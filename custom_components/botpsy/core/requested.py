@@ -196,7 +196,9 @@ class Named:
         if entity.entity_id in self.partly:
             return True
         if self.areas or self.floors or self.kinds:
-            return in_place and (not self.kinds or any(KINDS[k](entity) for k in self.kinds))
+            if self.kinds:
+                return in_place and any(KINDS[k](entity) for k in self.kinds)
+            return in_place and (self.domains is None or entity.domain in self.domains)
         if self.domains is None:
             return not self.entity_ids  # only the devices named, if any are
         return entity.domain in self.domains

@@ -1,0 +1,236 @@
+"""The user's language, and what HA's own intent matching reads in a request in it.
+
+BotPsy's word rules (question or command, kinds of device, "all", floors, what a request
+names) are written in English. In another language, HA's intent matching (hassil over
+the sentences of home-assistant-intents, as the built-in agent uses it, with the home's
+exposed names, areas and floors) says whether a request asks or acts and what it names;
+where it recognises nothing, the model reads the request alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+
+from hassil.expression import Alternative, Expression, ListReference, Permutation, RuleReference, Sentence, TextChunk
+from hassil.intents import Intents
+from homeassistant.components import conversation
+from homeassistant.components.conversation.agent_manager import get_agent_manager
+from homeassistant.core import Context, HomeAssistant
+
+from .core.home import Entity
+from .core.policy import base_language
+from .core.requested import KINDS, Named
+
+# HA's intents that ask and change nothing: a request recognised as one is a question.
+QUESTION_INTENTS = frozenset(
+    {
+        "HassGetState",
+        "HassClimateGetTemperature",
+        "HassGetWeather",
+        "HassGetCurrentTime",
+        "HassGetCurrentDate",
+        "HassTimerStatus",
+        "HassListGetItems",
+        "HassGetTodoItems",
+        "HassGetCalendarEvents",
+    }
+)
+# HA's intents that say nothing to act on ("never mind"): no action either.
+NOTHING_INTENTS = frozenset({"HassNevermind", "HassRespond"})
+
+
+def chat_language(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str:
+    """The language the request came in (its LLM context's), else the home's."""
+    api = chat_log.llm_api
+    return (api.llm_context.language if api else None) or hass.config.language or "en"
+
+
+def reads_english(language: str | None) -> bool:
+    """Whether BotPsy's own word rules can read requests in `language`."""
+    return base_language(language) == "en"
+
+
+@dataclass(frozen=True, slots=True)
+class Recognized:
+    """What HA's intent matching read in a request: its intent, and the slots it filled
+    (`name`, `area`, `floor`, `domain`, `device_class`: the names as the home has them)."""
+
+    intent: str | None  # None: HA's sentences do not say it
+    slots: dict[str, str]
+    # Whether it asks: its intent is a question, or (unrecognised) see `FirstWords.asks`.
+    question: bool
+
+
+async def async_recognize(
+    hass: HomeAssistant,
+    utterance: str,
+    language: str,
+    *,
+    device_id: str | None = None,
+    context: Context | None = None,
+) -> Recognized | None:
+    """HA's reading of `utterance` in `language`, if its intents recognise it with the
+    home's exposed names (a looser match of HA's, with names the home lacks, reads
+    "how humid is the bathroom?" as switching something on)."""
+    agent = get_agent_manager(hass).default_agent
+    if agent is None:
+        return None
+    user_input = conversation.ConversationInput(
+        text=utterance,
+        context=context or Context(),
+        conversation_id=None,
+        device_id=device_id,
+        satellite_id=None,
+        language=language,
+        agent_id=conversation.HOME_ASSISTANT_AGENT,
+    )
+    result = await agent.async_recognize_intent(user_input, strict_intents_only=True)
+    if result is not None:
+        slots = {key: str(entity.value) for key, entity in result.entities.items() if entity.value is not None}
+        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS)
+    loaded = await agent.async_get_or_load_intents(language)
+    if loaded is None:
+        return None
+    words = _FIRST_WORDS.get(language)
+    if words is None or words[0] is not loaded.intents:
+        words = _FIRST_WORDS[language] = (
+            loaded.intents,
+            await hass.async_add_executor_job(first_words, loaded.intents),
+        )
+    return Recognized(None, {}, words[1].asks(utterance))
+
+
+# Per language: the intents HA loaded, and the first words of their sentences.
+_FIRST_WORDS: dict[str, tuple[Intents, FirstWords]] = {}
+
+
+# HA's cover device classes that BotPsy's kinds call otherwise.
+_KIND_OF_CLASS = {"garage": "garage door"}
+
+
+def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...]) -> Named | None:
+    """What a request names, from the slots HA's intent matching filled: a device by
+    name, an area, a floor, a domain or device class (every one of those in the place, as
+    HA's intents act); None if they name none of those."""
+    name = slots.get("name", "").casefold()
+    entity_ids = frozenset(
+        e.entity_id for e in entities if name and name in (n.casefold() for n in (e.name, *e.aliases))
+    )
+    areas = frozenset(
+        a for a in {e.area for e in entities if e.area} if a.casefold() == slots.get("area", "").casefold()
+    )
+    floors = frozenset(
+        f for f in {e.floor for e in entities if e.floor} if f.casefold() == slots.get("floor", "").casefold()
+    )
+    kind = _KIND_OF_CLASS.get(slots.get("device_class", ""), slots.get("device_class")) or slots.get("domain")
+    kinds = (kind,) if kind in KINDS else ()
+    domain = slots.get("domain")
+    domains = frozenset({domain}) if domain and not kinds else None
+    every = not entity_ids and bool(kinds or domains)
+    if not (entity_ids or areas or floors or kinds or domains):
+        return None
+    return Named(
+        entity_ids,
+        areas,
+        floors,
+        kinds,
+        domains=domains,
+        every=every,
+        anywhere=every and not (areas or floors),
+    )
+
+
+def read_in_language(
+    utterance: str, named: Named, entities: tuple[Entity, ...], recognized: Recognized | None
+) -> tuple[Named, bool]:
+    """What a request in a language BotPsy's word rules do not read names, and whether
+    it asks: HA's reading where its intents recognised the request, else the names said
+    (`named`) and whether it asks as `FirstWords.asks` reads it; without HA's sentences
+    for the language, a question mark."""
+    if recognized is None:
+        return named, utterance.rstrip().endswith("?")
+    return named_by_slots(recognized.slots, entities) or named, recognized.question
+
+
+_WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
+_NAME = "{name}"  # a sentence may start with a slot (a device's or an area's name)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstWords:
+    """The words HA's sentences of a language start with: those of its intents for an
+    action, of its questions, and the words it skips ("tu peux", "bitte")."""
+
+    actions: frozenset[str]
+    questions: frozenset[str]
+    skipped: tuple[str, ...]  # longest first
+
+    def asks(self, utterance: str) -> bool:
+        """Whether a request HA did not recognise is a question: it ends with a question
+        mark, and does not start (past the skipped words) as an action's sentences do."""
+        if not utterance.rstrip().endswith("?"):
+            return False
+        text = " ".join(_WORD.findall(utterance.casefold()))
+        skipping = True
+        while skipping:
+            skipping = False
+            for skip in self.skipped:
+                if text.startswith(skip + " "):
+                    text, skipping = text[len(skip) + 1 :], True
+        first = text.split(" ", 1)[0]
+        return not (_starts_as(first, self.actions) and not _starts_as(first, self.questions))
+
+
+def _starts_as(word: str, starts: frozenset[str]) -> bool:
+    """Whether `word` is one of `starts`, or begins with one ending in "*" (a word that
+    HA's sentences go on spelling in alternatives: "apag(a|ar)" is "apag*"); of those,
+    only stems of three letters or more ("qu*" may be any word)."""
+    return word in starts or any(s.endswith("*") and len(s) > 3 and word.startswith(s[:-1]) for s in starts)
+
+
+def first_words(intents: Intents) -> FirstWords:
+    """The first words of HA's sentences, by kind of intent (see `FirstWords`)."""
+    rules = intents.expansion_rules
+    actions: set[str] = set()
+    questions: set[str] = set()
+    for name, intent in intents.intents.items():
+        if name in NOTHING_INTENTS:
+            continue
+        words = questions if name in QUESTION_INTENTS else actions
+        for data in intent.data:
+            for sentence in data.sentences:
+                words |= _starts(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+    skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in intents.skip_words}, key=len, reverse=True)
+    return FirstWords(frozenset(actions), frozenset(questions), tuple(w for w in skipped if w))
+
+
+def _starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
+    """The words `expression` can start with, and whether it can be empty."""
+    if isinstance(expression, TextChunk):
+        text = expression.text.casefold().lstrip()
+        said: list[str] = _WORD.findall(text)
+        if not said:
+            return set(), True
+        # A word cut short by the chunk's end goes on in what follows it.
+        whole = (len(text) > len(said[0]) and not text[len(said[0])].isalnum()) or len(said) > 1
+        return ({said[0] if whole else said[0] + "*"}, False)
+    if isinstance(expression, ListReference):
+        return {_NAME}, False
+    if isinstance(expression, RuleReference):
+        rule = rules.get(expression.rule_name)
+        if rule is None or expression.rule_name in seen:
+            return set(), True
+        return _starts(rule.expression, rules, seen | {expression.rule_name})
+    if isinstance(expression, Alternative | Permutation):
+        found = [_starts(item, rules, seen) for item in expression.items]
+        alternatives: set[str] = set().union(*(w for w, _empty in found))
+        empty = isinstance(expression, Alternative) and (expression.is_optional or any(e for _w, e in found))
+        return alternatives, empty or not found
+    starts: set[str] = set()
+    for item in getattr(expression, "items", ()):
+        words, empty = _starts(item, rules, seen)
+        starts |= words
+        if not empty:
+            return starts, False
+    return starts, True

@@ -1,0 +1,165 @@
+"""What BotPsy says, in the language a request came in that is not English.
+
+English is BotPsy's own wording (`core.reply`, `confirmation`). In another language an
+action is said with HA's own per-language intent responses (home-assistant-intents, as
+the built-in agent says "Allumé" or "Licht ausgeschaltet"), a state with HA's
+translations of the state and of its attributes, and BotPsy's few phrases of its own
+(asking first, leaving a held call, a failure) from its translations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from homeassistant.components.conversation.agent_manager import get_agent_manager
+from homeassistant.core import HomeAssistant
+from homeassistant.exceptions import TemplateError
+from homeassistant.helpers import template, translation
+
+from .const import DOMAIN
+
+# Which of HA's intents says what a service did (HassTurnOn's "Allumé" for turn_on), and
+# which of its responses: the domain's own where it has one, else its default.
+_SERVICE_INTENTS: dict[str, str] = {
+    "turn_on": "HassTurnOn",
+    "open_cover": "HassTurnOn",
+    "lock": "HassTurnOn",
+    "open_valve": "HassTurnOn",
+    "turn_off": "HassTurnOff",
+    "close_cover": "HassTurnOff",
+    "unlock": "HassTurnOff",
+    "close_valve": "HassTurnOff",
+    "set_cover_position": "HassSetPosition",
+    "set_valve_position": "HassSetPosition",
+    "set_temperature": "HassClimateSetTemperature",
+    "volume_set": "HassSetVolume",
+    "media_pause": "HassMediaPause",
+    "media_play": "HassMediaUnpause",
+    "media_next_track": "HassMediaNext",
+    "media_previous_track": "HassMediaPrevious",
+    "set_percentage": "HassFanSetSpeed",
+    "start": "HassVacuumStart",
+    "return_to_base": "HassVacuumReturnToBase",
+}
+# A light's brightness or color said as HA's HassLightSet says it.
+_LIGHT_SET = {"brightness": "brightness", "brightness_pct": "brightness", "rgb_color": "color", "color_name": "color"}
+# Attributes a question is usually about, said with HA's translation of their name.
+_FACTS = ("current_temperature", "temperature", "current_position", "brightness", "percentage", "volume_level")
+
+
+@dataclass(slots=True)
+class Phrases:
+    """The wording of one language: HA's intent responses and translations, BotPsy's own."""
+
+    hass: HomeAssistant
+    language: str
+    responses: Mapping[str, Any]  # HA's intent responses: intent -> key -> template
+    own: Mapping[str, str]  # BotPsy's translated phrases
+    translated: Mapping[str, str]  # HA's translations of the devices' domains
+
+    def say(self, key: str, **placeholders: str) -> str:
+        """One of BotPsy's own phrases, with its placeholders."""
+        text = self.own.get(f"component.{DOMAIN}.exceptions.reply_{key}.message") or key
+        return text.format(**placeholders)
+
+    def _render(self, text: str, slots: Mapping[str, Any], entity_id: str | None) -> str | None:
+        state = self.hass.states.get(entity_id) if entity_id else None
+        variables = {
+            "slots": dict(slots),
+            "state": template.TemplateState(self.hass, state) if state else None,
+            "query": {"matched": [template.TemplateState(self.hass, state)] if state else [], "unmatched": []},
+        }
+        try:
+            said = template.Template(text, self.hass).async_render(variables, parse_result=False)
+        except TemplateError:
+            return None
+        return " ".join(str(said).split()) or None
+
+    def _action(self, result: Mapping[str, Any]) -> tuple[str | None, str]:
+        """How HA's intent response says what one call did, and the device's name."""
+        arguments = result.get("arguments") or {}
+        entity_id = str(arguments.get("entity_id") or "")
+        domain = entity_id.split(".", 1)[0]
+        name = str(result.get("target_name") or arguments.get("name") or entity_id)
+        service = str(arguments.get("action") or "")
+        intent = _SERVICE_INTENTS.get(service)
+        key = next((_LIGHT_SET[a] for a in arguments if domain == "light" and a in _LIGHT_SET), None)
+        if key is not None:
+            intent = "HassLightSet"
+        responses = self.responses.get(intent or "") or {}
+        text = responses.get(key or domain) or responses.get("default") or next(iter(responses.values()), None)
+        if not text:
+            return None, name
+        slots = {"name": name, **{k: v for k, v in arguments.items() if k not in ("entity_id", "action")}}
+        return self._render(text, slots, entity_id or None), name
+
+    def done(self, results: Sequence[Mapping[str, Any]]) -> str:
+        """What the calls did: HA's own words for each action and the devices, the failures."""
+        sentences: dict[str, list[str]] = {}
+        for result in results:
+            said, name = self._action(result)
+            if result.get("error"):
+                sentences.setdefault(self.say("not_changed", name=name), [])
+            elif not (result.get("changes") or result.get("intent")) and result.get("unchanged_state"):
+                sentences.setdefault(self.say("unchanged", name=name), [])
+            elif said and name.casefold() in said.casefold():
+                sentences.setdefault(said.rstrip(".") + ".", [])
+            else:
+                sentences.setdefault((said or self.say("done")).rstrip("."), []).append(name)
+        return " ".join(f"{s}: {', '.join(dict.fromkeys(n))}." if n else s for s, n in sentences.items())
+
+    def states(self, results: Sequence[Mapping[str, Any]]) -> str:
+        """The facts read for a question, a sentence per device, in HA's translated words."""
+        states = [r["state"] for r in results if isinstance(r.get("state"), Mapping)]
+        states += [s for r in results for s in r.get("entities") or () if isinstance(s, Mapping) and "state" in s]
+        sentences = []
+        for state in states:
+            domain = str(state.get("entity_id", "")).split(".", 1)[0]
+            unit = f" {state['unit_of_measurement']}" if state.get("unit_of_measurement") else ""
+            facts = [
+                f"{self._attribute_name(domain, key)} {_value(key, state[key])}"
+                for key in _FACTS
+                if state.get(key) is not None
+            ]
+            text = (
+                f"{state.get('name') or state.get('entity_id')}: {state.get('state_said') or state.get('state')}{unit}"
+            )
+            sentences.append(f"{text}, {', '.join(facts)}." if facts else f"{text}.")
+        return " ".join(dict.fromkeys(sentences))
+
+    def _attribute_name(self, domain: str, attribute: str) -> str:
+        key = f"component.{domain}.entity_component._.state_attributes.{attribute}.name"
+        return (self.translated.get(key) or attribute.replace("_", " ")).lower()
+
+    def asked(self, actions: Iterable[tuple[str, str, str]]) -> str:
+        """Asking first, in this language: each (domain, service, device) as HA names the
+        service ("Déverrouiller Porte d'entrée")."""
+        said = [
+            f"{self.translated.get(f'component.{domain}.services.{service}.name') or service} {name}"
+            for domain, service, name in actions
+        ]
+        return self.say("ask_first", actions=", ".join(said))
+
+
+def _value(name: str, value: Any) -> str:
+    if name == "brightness" and isinstance(value, int | float):
+        return f"{round(value * 100 / 255)} %"
+    if name == "volume_level" and isinstance(value, int | float):
+        return f"{round(value * 100)} %"
+    return str(value)
+
+
+async def async_phrases(hass: HomeAssistant, language: str, domains: Iterable[str]) -> Phrases:
+    """The wording of `language` for devices of `domains` (HA's intent responses as its
+    built-in agent loaded them; translations as HA caches them)."""
+    agent = get_agent_manager(hass).default_agent
+    loaded = await agent.async_get_or_load_intents(language) if agent else None
+    domains = sorted(set(domains))
+    own = await translation.async_get_translations(hass, language, "exceptions", [DOMAIN])
+    translated = {
+        **await translation.async_get_translations(hass, language, "entity_component", domains),
+        **await translation.async_get_translations(hass, language, "services", domains),
+    }
+    return Phrases(hass, language, loaded.intent_responses if loaded else {}, own, translated)
