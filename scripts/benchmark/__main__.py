@@ -3,8 +3,9 @@
 One run measures, with the same model: requests through HA to BotPsy's conversation entity
 (embedded engine and llama-server), the engine's floor for the same request (llama.cpp
 alone), prompt reuse by architecture, scaling with the home's size and the engines' own
-rates. Writes bench.json, bench.md, breakdown.png and scaling.png to --out; bench.md
-defines every figure. Nothing here asserts on time.
+rates, and a realistic mix of different requests on generated homes of 200 and 1,000
+entities. Writes bench.json, bench.md and PNG plots (breakdown, scaling, mix) to --out;
+bench.md defines every figure. Nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, Literal
 
 from custom_components.botpsy.const import CONF_N_BATCH, CONF_N_CTX, CONF_N_THREADS
 from custom_components.botpsy.core.chat_template import fallback_template
@@ -44,11 +45,22 @@ from .e2e import (
 from .engines import engine_figures
 from .floor import Floor, FloorInput
 from .homes import DEMO_HOME, generated_mapping
+from .mix import (
+    REQUESTS as MIX_REQUESTS,
+    SEED as MIX_SEED,
+    SIZES as MIX_SIZES,
+    async_run_mix,
+    mix_figures,
+    mix_ratio,
+    mix_requests,
+)
 from .server import SAME_SOURCE, LlamaServer, llama_server, same_source_llama_server
 
 SIZES = (25, 100, 1000)
 SCALING_REQUEST = "Turn off the kitchen ceiling light"
 SCALING_EXPECT = ("light.kitchen_ceiling_light", "off")
+# The parts of a run, for --only ("prefix-reuse" runs on the demo home, so with it).
+SECTIONS = ("demo", "prefix-reuse", "scaling", "mix", "remote", "engine")
 
 
 @asynccontextmanager
@@ -101,16 +113,21 @@ async def floor_input(bench: AgentBench, warms: list[Sample]) -> FloorInput | No
     )
 
 
+def engine_options(bench: AgentBench) -> dict[str, int]:
+    """The worker's load options, as the agent's entry has them."""
+    data = bench.entry_data
+    return {
+        "n_ctx": int(data[CONF_N_CTX]),
+        "n_batch": int(data[CONF_N_BATCH]),
+        "n_threads": int(data[CONF_N_THREADS]),
+    }
+
+
 async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str, Any]) -> dict[str, Any]:
     """Cold and warm on the demo home, the engine floor of the warm request between the
     runs, then prompt reuse of the tiny models on the same home."""
     async with home_with_agent(DEMO_HOME, model, None, args.threads, args.force_call) as bench:
-        data = bench.entry_data
-        options = {
-            "n_ctx": int(data[CONF_N_CTX]),
-            "n_batch": int(data[CONF_N_BATCH]),
-            "n_threads": int(data[CONF_N_THREADS]),
-        }
+        options = engine_options(bench)
         result["engine_options"] = options
         floor: Floor | None = None
         # One thread for all of the floor's llama.cpp calls (see Floor).
@@ -153,7 +170,12 @@ async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args
     found: dict[str, Any] = {}
     swa_model = resolve(GEMMA)
     with tempfile.TemporaryDirectory(prefix="botpsy-bench-models-") as folder:
-        for label, arch in (("transformer", "qwen3"), ("swa", None), ("hybrid", "qwen35")):
+        archs: tuple[tuple[str, Literal["qwen3", "qwen35"] | None], ...] = (
+            ("transformer", "qwen3"),
+            ("swa", None),
+            ("hybrid", "qwen35"),
+        )
+        for label, arch in archs:
             if arch is None and swa_model.resolve() == model.resolve():
                 keys = (
                     "prompt_tokens_evaluated_warm",
@@ -206,6 +228,28 @@ async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
     return found
 
 
+async def realistic_mix(model: Path, args: argparse.Namespace, context: dict[str, Any]) -> dict[str, Any]:
+    """--mix-requests different requests (mix.mix_requests, --mix-seed) on each generated
+    home of --mix-sizes, each asked once, in random order, with no warm-up before it."""
+    found: dict[str, Any] = {}
+    floors = False
+    for size in args.mix_sizes:
+        mapping = generated_mapping(size)
+        floors = floors or bool(mapping.get("floors"))
+        requests = mix_requests(mapping, args.mix_requests, args.mix_seed)
+        async with home_with_agent(mapping, model, None, args.threads, args.force_call) as bench:
+            context.setdefault("engine_options", engine_options(bench))
+            results = await async_run_mix(bench, requests, f"{size} entities")
+            found[str(size)] = mix_figures(results) | {"rss_mb": bench.rss_mb()}
+    key, ratio = mix_ratio(found)
+    if key:
+        found[key] = ratio
+    found["seed"] = args.mix_seed
+    # Generated homes have none (their mix names areas); a home with floors gets floor requests.
+    found["floors"] = floors
+    return found
+
+
 async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str, Any]:
     async with home_with_agent(DEMO_HOME, None, server.url, args.threads, args.force_call) as bench:
 
@@ -248,14 +292,14 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         binary = await asyncio.to_thread(same_source_llama_server)
     report["meta"]["llama_server"] = binary
 
-    log.warning("End to end, embedded engine, demo home")
-    embedded = await embedded_demo(model, args, context)
-    report |= {k: v for k, v in embedded.items()}
-    if "prefix_reuse" in context:
-        report["prefix_reuse"] = context["prefix_reuse"]
-    report["follow_up"] = context["follow_up"]
+    if not args.skip_demo:
+        log.warning("End to end, embedded engine, demo home")
+        embedded = await embedded_demo(model, args, context)
+        report |= {k: v for k, v in embedded.items()}
+        if "prefix_reuse" in context:
+            report["prefix_reuse"] = context["prefix_reuse"]
+        report["follow_up"] = context["follow_up"]
 
-    options = context["engine_options"]
     if (floor := context.get("floor")) is not None:
         report["floor"] = floor
         report["engine_floor_s"] = floor["engine_floor_s"]
@@ -266,12 +310,24 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             report["ratio_warm_to_floor_batched"] = round(report["warm_latency_s"] / floor["engine_floor_batched_s"], 3)
         # The floor's exact split of the same prompt (the HA side counts the two parts apart).
         report["user_turn_tokens"] = floor["user_turn_tokens"]
-    else:
+    elif not args.skip_demo:
         caveats.append("No warm generation was recorded: no engine floor.")
 
     if not args.skip_scaling:
         log.warning("Scaling: generated homes of %s entities", ", ".join(map(str, args.sizes)))
         report["scaling"] = await scaling(model, args)
+
+    if not args.skip_mix:
+        log.warning(
+            "Realistic mix: %d different requests on generated homes of %s entities",
+            args.mix_requests,
+            ", ".join(map(str, args.mix_sizes)),
+        )
+        report["mix"] = await realistic_mix(model, args, context)
+
+    # The worker's load options (as the agent's entry has them: those of scripts.evaluation's
+    # agent when no embedded home ran), for llama-server and the engine figures.
+    options = context.get("engine_options") or {"n_ctx": 8192, "n_batch": 512, "n_threads": args.threads}
 
     # A GGUF without a chat template (a base model such as gemma-3-270m): the embedded engine
     # uses BotPsy's fallback for the architecture; llama-server gets the same one, so both
@@ -347,6 +403,7 @@ def worst_stall(report: dict[str, Any], key: str = "event_loop_worst_stall_ms") 
     request of the run (every engine, home and model)."""
     parts = [report, report.get("remote") or {}]
     parts += list((report.get("prefix_reuse") or {}).values()) + list((report.get("scaling") or {}).values())
+    parts += [v for k, v in (report.get("mix") or {}).items() if k.isdigit()]
     stalls = [p[key] for p in parts if p.get(key) is not None]
     return max(stalls, default=None)
 
@@ -371,6 +428,17 @@ def outcome_caveats(report: dict[str, Any]) -> list[str]:
                 done, total = ok.split("/")
                 if done != total:
                     caveats.append(f"{name}, {kind}: the expected light turned off in {ok} requests")
+    mix = report.get("mix") or {}
+    for size, figures in ((k, v) for k, v in mix.items() if k.isdigit()):
+        if errors := figures.get("errors"):
+            caveats.append(f"mix {size}: engine or agent errors (not in the percentiles): {errors[0][:200]}")
+        if figures.get("right_share") is not None and figures["right_share"] < 1:
+            caveats.append(
+                f"mix {size}: the outcome was right in {figures['right']} requests (see mix.{size}.wrong): "
+                "a fast wrong answer is no success"
+            )
+    if mix and not mix.get("floors"):
+        caveats.append("mix: generated homes have no floors, so the mix names devices and areas, no floors.")
     return caveats
 
 
@@ -400,10 +468,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="each request's first round must call a tool, as a tool-tuned model would (for base models, "
         "such as gemma-3-270m, that never do; default: the model may answer in text)",
     )
+    parser.add_argument("--sizes", type=_sizes, default=SIZES, help="scaling's home sizes, e.g. 25,100")
+    parser.add_argument("--skip-demo", action="store_true", help="no demo-home figures (cold, warm, floor, follow-up)")
+    parser.add_argument("--skip-mix", action="store_true", help="no realistic mix of requests")
     parser.add_argument(
-        "--sizes", type=lambda s: tuple(int(n) for n in s.split(",")), default=SIZES, help="home sizes, e.g. 25,100"
+        "--mix-requests",
+        type=int,
+        default=MIX_REQUESTS,
+        help=f"different requests per home in the realistic mix (default {MIX_REQUESTS}; each asked once, "
+        "--runs does not repeat them)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--mix-sizes",
+        type=_sizes,
+        default=MIX_SIZES,
+        help=f"the mix's generated home sizes (default {','.join(map(str, MIX_SIZES))})",
+    )
+    parser.add_argument("--mix-seed", type=int, default=MIX_SEED, help="the mix's requests and order")
+    parser.add_argument(
+        "--only",
+        type=lambda s: tuple(p.strip() for p in s.split(",") if p.strip()),
+        default=(),
+        help=f"only these parts, e.g. mix or scaling,mix (of {', '.join(SECTIONS)}); the --skip-* of the others",
+    )
+    args = parser.parse_args(argv)
+    if args.only:
+        if unknown := set(args.only) - set(SECTIONS):
+            parser.error(f"--only: unknown part {', '.join(sorted(unknown))} (of {', '.join(SECTIONS)})")
+        wanted = set(args.only)
+        args.skip_demo = args.skip_demo or not wanted & {"demo", "prefix-reuse"}
+        for part in SECTIONS[1:]:
+            name = f"skip_{part.replace('-', '_')}"
+            setattr(args, name, getattr(args, name) or part not in wanted)
+    if args.mix_requests < 1:
+        parser.error("--mix-requests: at least 1")
+    return args
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in text.split(","))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -416,8 +519,8 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     (args.out / "bench.md").write_text(reports.markdown(report))
-    reports.plots(report, args.out)
-    print(f"Wrote {args.out / 'bench.json'}, bench.md, breakdown.png, scaling.png", file=sys.stderr)
+    written = reports.plots(report, args.out)
+    print(f"Wrote {args.out / 'bench.json'}, bench.md, {', '.join(p.name for p in written)}", file=sys.stderr)
     print(reports.summary(report))
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .e2e import SEGMENTS
+from .mix import GOALS as MIX_GOALS, RATIO_GOAL as MIX_RATIO_GOAL, mix_ratio
 
 HEADLINE = (
     ("warm_latency_s", "warm end-to-end latency (s)"),
@@ -96,6 +97,23 @@ DEFINITIONS = """\
   its turn (`first_warm_latency_s`, `first_prompt_tokens_evaluated`), later ones do not.
 - **prefix_reuse**: the warm request on the demo home with a plain transformer (tiny Qwen3),
   a sliding-window model (gemma-3-270m, a base model) and a hybrid recurrent one (tiny Qwen3.5).
+- **mix** (a realistic mix): on generated homes of 200 and 1,000 entities, `--mix-requests`
+  (100) different requests made from the home's own entities by `scripts/benchmark/mix.py`
+  (seed `--mix-seed`), in random order, each asked once in a new conversation, nothing asked
+  before it to warm the cache (the home is reset to its states and the agent's background
+  warm-up let finish before each, as between any two requests): actions on one device of
+  every kind by its name (lights, dimming, plugs, fans, thermostats, speakers, locks), the
+  lights of an area, questions about a device or an area's temperature, unlocks (held for a
+  yes) and words that ask for no action ("hello", "tell me a joke"). Generated homes have no
+  floors: the mix names areas. `p50_s`, `p90_s` (linear between ranks), `max_s`: latency of
+  the requests without an engine or agent error (`errors`), including those answered
+  without the model (`model_share` reached it); `tokens_evaluated_median`: prompt tokens the
+  engine evaluated for a request, summed over its generation rounds (0 without the model),
+  median; `second_round_share`: requests that needed a second generation round;
+  `right_share`: requests whose outcome was right: an action reached the asked state on the
+  named devices and changed nothing else, a question's reply says the state read and
+  changed nothing, a request for no action (or an unlock, whose reply asks for the yes)
+  changed nothing. `p90_1000_over_200`: p90 in the largest home over p90 in the smallest.
 - **breakdown**: one warm request (medians) cut where the integration hands over: before
   the engine, the engine's own prefill and decode times, transport, until the service call,
   the service call until the state changed, until `async_converse` returns.
@@ -139,18 +157,17 @@ def markdown(report: dict[str, Any]) -> str:
         f"Home Assistant {meta['ha_version']}, {meta['seconds']:.0f} s in all.",
         "",
         *headline(report),
-        "",
-        "## Breakdown of a warm request",
-        "",
     ]
     breakdowns = {"embedded": report.get("breakdown") or {}}
     if report.get("remote"):
         breakdowns["llama-server"] = report["remote"].get("breakdown") or {}
-    token_keys = [k for k in breakdowns["embedded"] if not k.endswith("_s")]
-    shown = [*SEGMENTS[:3], "grammar_s", *SEGMENTS[3:], "total_s"]
-    rows = [[SEGMENT_NAMES[k], *(b.get(k) for b in breakdowns.values())] for k in shown]
-    rows += [[k, *(b.get(k) for b in breakdowns.values())] for k in token_keys]
-    lines += _table(["segment (s) / count", *breakdowns], rows)
+    if any(breakdowns.values()):
+        lines += ["", "## Breakdown of a warm request", ""]
+        token_keys = [k for k in breakdowns["embedded"] if not k.endswith("_s")]
+        shown = [*SEGMENTS[:3], "grammar_s", *SEGMENTS[3:], "total_s"]
+        rows = [[SEGMENT_NAMES[k], *(b.get(k) for b in breakdowns.values())] for k in shown]
+        rows += [[k, *(b.get(k) for b in breakdowns.values())] for k in token_keys]
+        lines += _table(["segment (s) / count", *breakdowns], rows)
     floor = report.get("floor") or {}
     if floor:
         lines += ["", "## Engine floor (llama.cpp alone, same model and options)", ""]
@@ -176,25 +193,108 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", "## By home size (exposed entities, embedded engine)", ""]
         keys = list(report["scaling"][sizes[0]])
         lines += _table(["figure", *sizes], [[k, *(report["scaling"][n].get(k) for n in sizes)] for k in keys])
+    if report.get("mix"):
+        lines += ["", *mix_section(report["mix"])]
     engine = report.get("engine") or {}
     if engine:
         lines += ["", "## Engine figures (no Home Assistant): embedded worker vs llama-server", ""]
         emb, srv = engine.get("embedded", {}), engine.get("llama_server", {})
         lines += _table(["figure", "embedded", "llama-server"], [[k, emb.get(k), srv.get(k)] for k in emb])
     calls = {"embedded": report.get("call_text"), "llama-server": (report.get("remote") or {}).get("call_text")}
-    lines += ["", "## The warm request's call", ""]
-    lines += [f"- {name}: `{text!r}`" for name, text in calls.items() if text is not None]
+    if any(text is not None for text in calls.values()):
+        lines += ["", "## The warm request's call", ""]
+        lines += [f"- {name}: `{text!r}`" for name, text in calls.items() if text is not None]
     if report.get("caveats"):
         lines += ["", "## Caveats of this run", "", *[f"- {c}" for c in report["caveats"]]]
     return "\n".join([*lines, "", DEFINITIONS])
 
 
+def _met(value: Any, goal: float) -> str:
+    if value is None:
+        return "-"
+    return f"{_fmt(value)} ({'met' if value <= goal else 'missed'})"
+
+
+def mix_sizes(mix: dict[str, Any]) -> list[str]:
+    """The home sizes of the mix section, smallest first (its other keys are figures)."""
+    return sorted((k for k in mix if k.isdigit()), key=int)
+
+
+def _slow(row: dict[str, Any]) -> str:
+    """Where a slow request's time went, as far as the row tells."""
+    engine = (
+        f", {row['prefill_s']:.3f} s prefill, {row['decode_s']:.3f} s decoding {row['output_tokens']} tokens"
+        if "prefill_s" in row
+        else ""
+    )
+    return f"{row['latency_s']:.3f} s ({row['tokens']} tokens evaluated{engine}, {row['rounds']} round(s))"
+
+
+def mix_section(mix: dict[str, Any]) -> list[str]:
+    """The realistic mix: figures by home with their goals, by kind, the slowest and the wrong."""
+    sizes = mix_sizes(mix)
+    if not sizes:
+        return []
+    count = max(mix[n].get("requests") or 0 for n in sizes)
+    lines = [f"## A realistic mix ({count} different requests per home, random order, each once, embedded engine)", ""]
+    goals = ", ".join(f"{k.removesuffix('_s')} <= {v} s" for k, v in MIX_GOALS.items())
+    lines += [
+        f"Goals, in every home: {goals}; p90 at the largest home <= {MIX_RATIO_GOAL} x p90 at the smallest. "
+        "Speed counts only with the right outcome (`right_share`).",
+        "",
+    ]
+    if not mix.get("floors"):
+        lines += ["Generated homes have no floors: the mix names devices and areas.", ""]
+    rows: list[list[Any]] = []
+    for key in ("p50_s", "p90_s", "max_s"):
+        goal = MIX_GOALS[key]
+        rows.append([f"`{key}`", *(_met(mix[n].get(key), goal) for n in sizes), f"<= {goal}"])
+    for key in (
+        "tokens_evaluated_median",
+        "second_round_share",
+        "model_share",
+        "right_share",
+        "right",
+        "event_loop_worst_stall_ms",
+        "gc_worst_pause_ms",
+        "rss_mb",
+    ):
+        rows.append([f"`{key}`", *(mix[n].get(key) for n in sizes), ""])
+    lines += _table(["figure", *(f"{n} entities" for n in sizes), "goal"], rows)
+    key, _ = mix_ratio(mix)
+    if key:
+        lines += ["", f"- `{key}`: {_met(mix.get(key), MIX_RATIO_GOAL)} (goal <= {MIX_RATIO_GOAL})"]
+    kinds = list(dict.fromkeys(k for n in sizes for k in mix[n].get("by_kind") or {}))
+    if kinds:
+        lines += ["", "By kind of request (requests, p50 s, max s, right):", ""]
+
+        def cell(figures: dict[str, Any] | None) -> str:
+            if not figures:
+                return "-"
+            parts = (figures["requests"], _fmt(figures["p50_s"]), _fmt(figures["max_s"]), figures["right"])
+            return "{}, {}, {}, {}".format(*parts)
+
+        by_kind = [[kind, *(cell((mix[n].get("by_kind") or {}).get(kind)) for n in sizes)] for kind in kinds]
+        lines += _table(["kind", *(f"{n} entities" for n in sizes)], by_kind)
+    for n in sizes:
+        if slowest := mix[n].get("slowest"):
+            lines += ["", f"Slowest requests, {n} entities:", ""]
+            lines += [f"- {_slow(s)}: {s['text']!r}" for s in slowest]
+        if wrong := mix[n].get("wrong"):
+            lines += ["", f"Wrong outcomes, {n} entities (the first {len(wrong)}):", ""]
+            lines += [
+                f"- {w['kind']} {w['text']!r}: replied {w['reply']!r}, changed {', '.join(w['changed']) or 'nothing'}"
+                for w in wrong
+            ]
+    return lines
+
+
 def plots(report: dict[str, Any], out: Path) -> list[Path]:
-    """breakdown.png (where a warm request's time goes) and scaling.png (by home size)."""
+    """breakdown.png (where a warm request's time goes), scaling.png (by home size) and
+    mix.png (the realistic mix's latencies), for the parts the run has."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     written = []
     bars = {"embedded": report.get("breakdown") or {}}
@@ -203,50 +303,99 @@ def plots(report: dict[str, Any], out: Path) -> list[Path]:
     floor = report.get("floor") or {}
     if floor:
         bars["engine floor"] = {"prefill_s": floor.get("prefill_s"), "decode_s": floor.get("decode_s")}
+    if any(bars.values()):
+        written.append(_breakdown_plot(report, bars, out))
+    if scaling := report.get("scaling") or {}:
+        written.append(_scaling_plot(report, scaling, out))
+    mix = report.get("mix") or {}
+    if sizes := [n for n in mix_sizes(mix) if mix[n].get("latencies_s")]:
+        written.append(_mix_plot(report, mix, sizes, out))
+    return written
+
+
+def _breakdown_plot(report: dict[str, Any], bars: dict[str, dict[str, Any]], out: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.9 * len(bars)))
     names = list(bars)
-    colors = plt.get_cmap("tab10").colors
+    colors = plt.get_cmap("tab10")
     for index, segment in enumerate(SEGMENTS):
         lefts = [sum(bars[n].get(s) or 0.0 for s in SEGMENTS[:index]) for n in names]
         widths = [bars[n].get(segment) or 0.0 for n in names]
-        ax.barh(names, widths, left=lefts, color=colors[index], label=SEGMENT_NAMES[segment])
+        ax.barh(names, widths, left=lefts, color=colors(index), label=SEGMENT_NAMES[segment])
     ax.invert_yaxis()
     ax.set_xlabel("seconds (warm request, medians)")
     ax.set_title(f"Where a warm request's time goes: {report['meta']['model']}")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=2)
     fig.tight_layout()
-    written.append(out / "breakdown.png")
-    fig.savefig(written[-1], dpi=120)
+    path = out / "breakdown.png"
+    fig.savefig(path, dpi=120)
     plt.close(fig)
+    return path
 
-    scaling = report.get("scaling") or {}
-    if scaling:
-        sizes = [int(n) for n in scaling]
-        fig, axes = plt.subplots(2, 2, figsize=(9, 6))
-        for ax, (key, label) in zip(
-            axes.flat,
-            (
-                ("warm_latency_s", "warm latency (s)"),
-                ("prompt_tokens", "prompt tokens"),
-                ("grammar_bytes", "grammar bytes"),
-                ("rss_mb", "worker RSS (MB)"),
-            ),
-            strict=True,
-        ):
-            ax.plot(sizes, [scaling[str(n)].get(key) or 0 for n in sizes], marker="o")
-            ax.set_xscale("log")
-            ax.set_xticks(sizes, [str(n) for n in sizes])
-            ax.set_title(label)
-            ax.set_xlabel("exposed entities")
-            ax.set_ylim(bottom=0)
-        fig.suptitle(f"By home size: {report['meta']['model']}")
-        fig.tight_layout()
-        written.append(out / "scaling.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
-    return written
+
+def _scaling_plot(report: dict[str, Any], scaling: dict[str, Any], out: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    sizes = [int(n) for n in scaling]
+    fig, axes = plt.subplots(2, 2, figsize=(9, 6))
+    for ax, (key, label) in zip(
+        axes.flat,
+        (
+            ("warm_latency_s", "warm latency (s)"),
+            ("prompt_tokens", "prompt tokens"),
+            ("grammar_bytes", "grammar bytes"),
+            ("rss_mb", "worker RSS (MB)"),
+        ),
+        strict=True,
+    ):
+        ax.plot(sizes, [scaling[str(n)].get(key) or 0 for n in sizes], marker="o")
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.set_title(label)
+        ax.set_xlabel("exposed entities")
+        ax.set_ylim(bottom=0)
+    fig.suptitle(f"By home size: {report['meta']['model']}")
+    fig.tight_layout()
+    path = out / "scaling.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _mix_plot(report: dict[str, Any], mix: dict[str, Any], sizes: list[str], out: Path) -> Path:
+    """mix.png: the share of the mix's requests done within a time, by home, with the goals."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for n in sizes:
+        latencies = sorted(mix[n]["latencies_s"])
+        shares = [(i + 1) / len(latencies) for i in range(len(latencies))]
+        ax.step(latencies, shares, where="post", label=f"{n} entities")
+    for key, share in (("p50_s", 0.5), ("p90_s", 0.9), ("max_s", 1.0)):
+        ax.plot([MIX_GOALS[key]], [share], marker="x", color="black", linestyle="none")
+    ax.plot([], [], marker="x", color="black", linestyle="none", label="goals (p50, p90, max)")
+    ax.set_xlabel("latency (s)")
+    ax.set_ylabel("share of requests done")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.legend(loc="lower right")
+    ax.set_title(f"A realistic mix of requests: {report['meta']['model']}")
+    fig.tight_layout()
+    path = out / "mix.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def summary(report: dict[str, Any]) -> str:
-    """The table printed at the end of a run."""
-    return "\n".join(headline(report))
+    """The table printed at the end of a run (and the mix's figures, if it ran)."""
+    lines = headline(report)
+    mix = report.get("mix") or {}
+    if sizes := mix_sizes(mix):
+        keys = ("p50_s", "p90_s", "max_s", "tokens_evaluated_median", "second_round_share", "right_share")
+        rows = [[f"mix `{k}`", *(mix[n].get(k) for n in sizes)] for k in keys]
+        if (key := mix_ratio(mix)[0]) and key in mix:
+            rows.append([f"mix `{key}`", mix[key], *([""] * (len(sizes) - 1))])
+        lines += ["", *_table(["figure", *(f"{n} entities" for n in sizes)], rows)]
+    return "\n".join(lines)

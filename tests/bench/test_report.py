@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
-from scripts.benchmark.__main__ import parse_args
+from scripts.benchmark.__main__ import outcome_caveats, parse_args, worst_stall
 from scripts.benchmark.e2e import SEGMENTS, user_turn_start
 from scripts.benchmark.homes import DEMO_HOME, generated_mapping
 from scripts.benchmark.probe import Generation, Recorder
@@ -141,3 +143,32 @@ async def test_recorder_keeps_each_generation_with_its_messages() -> None:
 def test_first_round_is_free_unless_forced() -> None:
     assert parse_args([]).force_call is False and parse_args([]).model == DEFAULT_MODEL
     assert parse_args(["--force-call", "--model", "gemma-3-270m"]).force_call is True
+
+
+def test_the_mix_runs_by_default_and_only_mix_skips_the_rest() -> None:
+    default = parse_args([])
+    assert not (default.skip_mix or default.skip_demo)
+    assert (default.mix_requests, default.mix_sizes) == (100, (200, 1000))
+    args = parse_args(["--only", "mix", "--mix-requests", "12"])
+    assert args.skip_demo and args.skip_prefix_reuse and args.skip_scaling and args.skip_remote and args.skip_engine
+    assert not args.skip_mix and args.mix_requests == 12
+    assert parse_args(["--skip-mix"]).skip_mix
+    with_demo = parse_args(["--only", "prefix-reuse,mix"])
+    assert not (with_demo.skip_demo or with_demo.skip_prefix_reuse) and with_demo.skip_scaling
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "everything"])
+
+
+def test_the_mix_counts_in_the_caveats_and_the_worst_stall() -> None:
+    report = make_report()
+    report["mix"] = {
+        "200": {"right_share": 0.9, "right": "9/10", "errors": [], "event_loop_worst_stall_ms": 99.0},
+        "1000": {"right_share": 1.0, "right": "10/10", "errors": ["boom"], "event_loop_worst_stall_ms": 1.0},
+        "p90_1000_over_200": 1.1,
+        "floors": False,
+    }
+    caveats = outcome_caveats(report)
+    assert any("mix 200: the outcome was right in 9/10" in c for c in caveats)
+    assert any("mix 1000: engine or agent errors" in c for c in caveats)
+    assert any("no floors" in c for c in caveats)
+    assert worst_stall(report) == 99.0
