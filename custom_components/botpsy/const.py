@@ -68,3 +68,8 @@ DEFAULT_SUBENTRIES: Final = (
 
 # Repair issue raised when the model worker keeps crashing.
 ISSUE_WORKER_CRASHING: Final = "worker_crashing"
+
+# The languages BotPsy reads and answers in, each measured with its own suite (README:
+# how well): outside English, HA's intent matching reads requests, HA's responses and
+# BotPsy's translations answer, and a held call takes a yes or a no in the language.
+SUPPORTED_LANGUAGES: Final = ["en", "de", "fr", "es"]

@@ -8,12 +8,12 @@ from typing import Literal
 from homeassistant.components import conversation
 from homeassistant.components.conversation.models import AbstractConversationAgent
 from homeassistant.config_entries import ConfigSubentry
-from homeassistant.const import CONF_LLM_HASS_API, MATCH_ALL
+from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import BotPsyConfigEntry
-from .const import CONF_PROMPT, DOMAIN
+from .const import CONF_PROMPT, DOMAIN, SUPPORTED_LANGUAGES
 from .entity import BotPsyLLMEntity
 from .prefix_warmup import PrefixWarmup
 
@@ -62,7 +62,7 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
-        return MATCH_ALL
+        return SUPPORTED_LANGUAGES
 
     async def async_process(self, user_input: conversation.ConversationInput) -> conversation.ConversationResult:
         """One turn at a time per conversation: a turn sent while the one before is being

@@ -9,7 +9,7 @@ where it recognises nothing, the model reads the request alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import re
 
 from hassil.expression import Alternative, Expression, ListReference, Permutation, RuleReference, Sentence, TextChunk
@@ -38,6 +38,35 @@ QUESTION_INTENTS = frozenset(
 )
 # HA's intents that say nothing to act on ("never mind"): no action either.
 NOTHING_INTENTS = frozenset({"HassNevermind", "HassRespond"})
+# The services HA's intents run (as its handlers do: HassTurnOff closes a cover): what a
+# request's verb asks of its devices, in any language HA reads. Not a lock's: "ferme à
+# clé" starts as closing a cover does, and locks have verbs of their own for the model.
+INTENT_SERVICES: dict[str, frozenset[str]] = {
+    "HassTurnOn": frozenset({"turn_on", "open_cover", "open_valve"}),
+    "HassTurnOff": frozenset({"turn_off", "close_cover", "close_valve"}),
+    "HassLightSet": frozenset({"turn_on"}),
+    "HassSetPosition": frozenset({"set_cover_position", "set_valve_position"}),
+    "HassClimateSetTemperature": frozenset({"set_temperature"}),
+    "HassSetVolume": frozenset({"volume_set"}),
+    "HassSetVolumeRelative": frozenset({"volume_set", "volume_up", "volume_down"}),
+    "HassMediaPause": frozenset({"media_pause"}),
+    "HassMediaUnpause": frozenset({"media_play"}),
+    "HassMediaNext": frozenset({"media_next_track"}),
+    "HassMediaPrevious": frozenset({"media_previous_track"}),
+    "HassFanSetSpeed": frozenset({"set_percentage"}),
+    "HassVacuumStart": frozenset({"start"}),
+    "HassVacuumReturnToBase": frozenset({"return_to_base"}),
+    "HassMediaPlayerMute": frozenset({"volume_mute"}),
+    "HassMediaPlayerUnmute": frozenset({"volume_mute"}),
+    "HassMediaSearchAndPlay": frozenset({"play_media"}),
+    "HassLawnMowerStartMowing": frozenset({"start_mowing"}),
+    "HassLawnMowerDock": frozenset({"dock"}),
+    "HassListAddItem": frozenset({"add_item"}),
+    "HassShoppingListAddItem": frozenset({"add_item"}),
+    "HassListCompleteItem": frozenset({"update_item"}),
+}
+# What HA's question intents are about, as BotPsy's kinds of device say it.
+_INTENT_KINDS: dict[str, tuple[str, ...]] = {"HassClimateGetTemperature": ("temperature",)}
 
 
 def chat_language(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str:
@@ -60,6 +89,16 @@ class Recognized:
     slots: dict[str, str]
     # Whether it asks: its intent is a question, or (unrecognised) see `FirstWords.asks`.
     question: bool
+    # Unrecognised: the intents whose sentences start with the request's first word.
+    likely: frozenset[str] = frozenset()
+
+    @property
+    def services(self) -> tuple[frozenset[str], ...]:
+        """The services its verb asks for, of every intent it may be (none: any; a
+        device with none of them is left all of its own, see `requested.by_verb`)."""
+        intents = {self.intent} if self.intent else self.likely
+        asked = frozenset[str]().union(*(INTENT_SERVICES.get(i, frozenset()) for i in intents))
+        return (asked,) if asked else ()
 
 
 async def async_recognize(
@@ -98,7 +137,7 @@ async def async_recognize(
             loaded.intents,
             await hass.async_add_executor_job(first_words, loaded.intents),
         )
-    return Recognized(None, {}, words[1].asks(utterance))
+    return Recognized(None, {}, words[1].asks(utterance), words[1].likely(utterance))
 
 
 # Per language: the intents HA loaded, and the first words of their sentences.
@@ -109,7 +148,7 @@ _FIRST_WORDS: dict[str, tuple[Intents, FirstWords]] = {}
 _KIND_OF_CLASS = {"garage": "garage door"}
 
 
-def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...]) -> Named | None:
+def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...], intent: str | None = None) -> Named | None:
     """What a request names, from the slots HA's intent matching filled: a device by
     name, an area, a floor, a domain or device class (every one of those in the place, as
     HA's intents act); None if they name none of those."""
@@ -124,7 +163,7 @@ def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...]) -> Named
         f for f in {e.floor for e in entities if e.floor} if f.casefold() == slots.get("floor", "").casefold()
     )
     kind = _KIND_OF_CLASS.get(slots.get("device_class", ""), slots.get("device_class")) or slots.get("domain")
-    kinds = (kind,) if kind in KINDS else ()
+    kinds: tuple[str, ...] = (kind,) if kind and kind in KINDS else _INTENT_KINDS.get(intent or "", ())
     domain = slots.get("domain")
     domains = frozenset({domain}) if domain and not kinds else None
     every = not entity_ids and bool(kinds or domains)
@@ -141,16 +180,33 @@ def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...]) -> Named
     )
 
 
+# Words that join two requests in one ("X and Y", "X, then Y"), by language.
+_JOINING = {
+    "de": r"und|sowie|dann|danach|anschließend",
+    "fr": r"et|puis|ensuite",
+    "es": r"y|e|luego|después",
+    "it": r"e|ed|poi|quindi",
+    "pt": r"e|depois|então",
+    "nl": r"en|dan|daarna",
+}
+
+
 def read_in_language(
-    utterance: str, named: Named, entities: tuple[Entity, ...], recognized: Recognized | None
+    utterance: str, named: Named, entities: tuple[Entity, ...], recognized: Recognized | None, language: str = ""
 ) -> tuple[Named, bool]:
     """What a request in a language BotPsy's word rules do not read names, and whether
     it asks: HA's reading where its intents recognised the request, else the names said
     (`named`) and whether it asks as `FirstWords.asks` reads it; without HA's sentences
-    for the language, a question mark."""
+    for the language, a question mark. What its verb asks is left to the model where it
+    joins two requests in `language` ("allume X et éteins Y")."""
     if recognized is None:
         return named, utterance.rstrip().endswith("?")
-    return named_by_slots(recognized.slots, entities) or named, recognized.question
+    named = named_by_slots(recognized.slots, entities, recognized.intent) or named
+    joining = _JOINING.get(base_language(language))
+    if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
+        # Two requests in one, each with its own verb: a call for each device named.
+        return replace(named, several=True, services=()), recognized.question
+    return replace(named, services=recognized.services) if recognized.services else named, recognized.question
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
@@ -165,12 +221,10 @@ class FirstWords:
     actions: frozenset[str]
     questions: frozenset[str]
     skipped: tuple[str, ...]  # longest first
+    by_intent: dict[str, frozenset[str]]  # the first words of each action intent
 
-    def asks(self, utterance: str) -> bool:
-        """Whether a request HA did not recognise is a question: it ends with a question
-        mark, and does not start (past the skipped words) as an action's sentences do."""
-        if not utterance.rstrip().endswith("?"):
-            return False
+    def _first(self, utterance: str) -> str:
+        """The request's first word past the skipped ones."""
         text = " ".join(_WORD.findall(utterance.casefold()))
         skipping = True
         while skipping:
@@ -178,8 +232,23 @@ class FirstWords:
             for skip in self.skipped:
                 if text.startswith(skip + " "):
                     text, skipping = text[len(skip) + 1 :], True
-        first = text.split(" ", 1)[0]
+        return text.split(" ", 1)[0]
+
+    def asks(self, utterance: str) -> bool:
+        """Whether a request HA did not recognise is a question: it ends with a question
+        mark, and does not start (past the skipped words) as an action's sentences do."""
+        if not utterance.rstrip().endswith("?"):
+            return False
+        first = self._first(utterance)
         return not (_starts_as(first, self.actions) and not _starts_as(first, self.questions))
+
+    def likely(self, utterance: str) -> frozenset[str]:
+        """The action intents whose sentences start with the request's first word (a
+        verb: "éteins", "apaga"); none if it asks, or starts with a name or an article."""
+        first = self._first(utterance)
+        if self.asks(utterance) or not first:
+            return frozenset()
+        return frozenset(i for i, words in self.by_intent.items() if _starts_as(first, words))
 
 
 def _starts_as(word: str, starts: frozenset[str]) -> bool:
@@ -194,15 +263,19 @@ def first_words(intents: Intents) -> FirstWords:
     rules = intents.expansion_rules
     actions: set[str] = set()
     questions: set[str] = set()
+    by_intent: dict[str, set[str]] = {}
     for name, intent in intents.intents.items():
         if name in NOTHING_INTENTS:
             continue
-        words = questions if name in QUESTION_INTENTS else actions
+        words = questions if name in QUESTION_INTENTS else by_intent.setdefault(name, set())
         for data in intent.data:
             for sentence in data.sentences:
                 words |= _starts(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+        if name not in QUESTION_INTENTS:
+            actions |= words
     skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in intents.skip_words}, key=len, reverse=True)
-    return FirstWords(frozenset(actions), frozenset(questions), tuple(w for w in skipped if w))
+    intents_words = {i: frozenset(words) for i, words in by_intent.items()}
+    return FirstWords(frozenset(actions), frozenset(questions), tuple(w for w in skipped if w), intents_words)
 
 
 def _starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:

@@ -153,7 +153,7 @@ class Scope:
             # BotPsy's word rules read English: HA's intent matching reads this language
             # (what it names, and whether it asks); unrecognised, the names said and a
             # question mark.
-            named, question = read_in_language(utterance, named, toolbox.home.entities, recognized)
+            named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
             return cls(utterance, toolbox, entity_ids, named, question, english=False)
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
 

@@ -95,7 +95,9 @@ async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
                     question = is_question(case.sentence)
                 else:
                     recognized = await async_recognize(hass, case.sentence, fixture.language, device_id=device_id)
-                    named, question = read_in_language(case.sentence, named, home.entities, recognized)
+                    named, question = read_in_language(
+                        case.sentence, named, home.entities, recognized, fixture.language
+                    )
                 scope = Scope(case.sentence, toolbox, [], named, question, english=english)
                 if question and not case.expect_response and await _wants_action(hass, loaded, case, device_id):
                     # Taken for a question, a request for an action is never done.

@@ -5,11 +5,21 @@ answered with a yes or a no in that language."""
 
 from __future__ import annotations
 
+from hassil.intents import Intents
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.botpsy.core.formats import ToolCall
+from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.requested import Named
+from custom_components.botpsy.language import (
+    INTENT_SERVICES,
+    Recognized,
+    first_words,
+    named_by_slots,
+    read_in_language,
+)
 
 from .scripted import XML, script
 from .test_agent import tool_results
@@ -64,3 +74,55 @@ async def test_a_german_action_is_said_in_german(hass: HomeAssistant, agent: Moc
     speech, _conversation_id = await ask(hass, "Schalte Kitchen Lights aus", "de")
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
     assert speech == "Licht ausgeschaltet: Kitchen Lights.", speech
+
+
+def _intents() -> Intents:
+    return Intents.from_dict(
+        {
+            "language": "fr",
+            "intents": {
+                "HassTurnOff": {"data": [{"sentences": ["(éteins|éteindre|coupe) [le|la] {name}"]}]},
+                "HassTurnOn": {"data": [{"sentences": ["<allume> [le|la] {name}"]}]},
+                "HassGetState": {"data": [{"sentences": ["est-ce que {name} est allumée", "[le|la] {name} est-il"]}]},
+            },
+            "lists": {"name": {"values": ["lampe"]}},
+            "expansion_rules": {"allume": "allum(e|er)"},
+            "skip_words": ["tu peux", "s'il te plaît"],
+        }
+    )
+
+
+def test_unrecognised_requests_are_read_by_how_has_sentences_start() -> None:
+    """A request HA's intents did not match is a question only if it ends with a question
+    mark and does not start (past HA's skip words) as sentences for an action do; its
+    first word tells the intents (and services) its verb may mean."""
+    words = first_words(_intents())
+    assert words.asks("Est-ce que la lampe de la cuisine est allumée ?")
+    assert words.asks("La lampe du salon est allumée ?")
+    assert not words.asks("Tu peux éteindre la lampe du salon ?")
+    assert not words.asks("Tu peux allumer la lampe, s'il te plaît ?")  # "allum*": HA's alternatives
+    assert not words.asks("Éteins la lampe")  # no question mark
+    assert words.likely("Coupe la lampe du salon") == {"HassTurnOff"}
+    assert words.likely("Allumer la lampe") == {"HassTurnOn"}
+    assert words.likely("La lampe est allumée ?") == frozenset()
+
+
+def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
+    lamp = Entity("light.lampe", "Lampe", area="Salon")
+    fan = Entity("fan.ventilo", "Ventilo", area="Salon")
+    off = Recognized(None, {}, question=False, likely=frozenset({"HassTurnOff"}))
+    named = Named(frozenset({"light.lampe"}), frozenset(), frozenset(), ())
+    read, question = read_in_language("Éteins la lampe", named, (lamp, fan), off, "fr")
+    assert not question and read.services == (INTENT_SERVICES["HassTurnOff"],) and not read.several
+    both = Named(frozenset({"light.lampe", "fan.ventilo"}), frozenset(), frozenset(), ())
+    read, _question = read_in_language("Éteins la lampe et allume le ventilo", both, (lamp, fan), off, "fr")
+    assert read.several and read.services == ()
+    # HA's reading names the area's devices of a domain: every light there, nothing else.
+    by_slots = named_by_slots({"area": "salon", "domain": "light"}, (lamp, fan))
+    assert by_slots is not None and by_slots.fits(lamp) and not by_slots.fits(fan) and by_slots.all_that_fit
+
+
+async def test_the_agent_offers_the_languages_it_was_measured_in(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA offers the agent to voice assistants of these languages only (no more "*")."""
+    entity = hass.data[conversation.const.DATA_COMPONENT].get_entity("conversation.botpsy")
+    assert entity is not None and entity.supported_languages == ["en", "de", "fr", "es"]
