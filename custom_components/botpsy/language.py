@@ -65,6 +65,13 @@ INTENT_SERVICES: dict[str, frozenset[str]] = {
     "HassShoppingListAddItem": frozenset({"add_item"}),
     "HassListCompleteItem": frozenset({"update_item"}),
 }
+# The intent whose response says what a service did (HassTurnOn's "Allumé" for turn_on):
+# the first of `INTENT_SERVICES` that runs it, and a lock's, as HA's handlers lock it.
+SAID_BY: dict[str, str] = {
+    **{service: intent for intent, services in reversed(INTENT_SERVICES.items()) for service in services},
+    "lock": "HassTurnOn",
+    "unlock": "HassTurnOff",
+}
 # What HA's question intents are about, as BotPsy's kinds of device say it.
 _INTENT_KINDS: dict[str, tuple[str, ...]] = {"HassClimateGetTemperature": ("temperature",)}
 

@@ -19,30 +19,9 @@ from homeassistant.exceptions import TemplateError
 from homeassistant.helpers import template, translation
 
 from .const import DOMAIN
+from .core.reply import attribute_value
+from .language import SAID_BY
 
-# Which of HA's intents says what a service did (HassTurnOn's "Allumé" for turn_on), and
-# which of its responses: the domain's own where it has one, else its default.
-_SERVICE_INTENTS: dict[str, str] = {
-    "turn_on": "HassTurnOn",
-    "open_cover": "HassTurnOn",
-    "lock": "HassTurnOn",
-    "open_valve": "HassTurnOn",
-    "turn_off": "HassTurnOff",
-    "close_cover": "HassTurnOff",
-    "unlock": "HassTurnOff",
-    "close_valve": "HassTurnOff",
-    "set_cover_position": "HassSetPosition",
-    "set_valve_position": "HassSetPosition",
-    "set_temperature": "HassClimateSetTemperature",
-    "volume_set": "HassSetVolume",
-    "media_pause": "HassMediaPause",
-    "media_play": "HassMediaUnpause",
-    "media_next_track": "HassMediaNext",
-    "media_previous_track": "HassMediaPrevious",
-    "set_percentage": "HassFanSetSpeed",
-    "start": "HassVacuumStart",
-    "return_to_base": "HassVacuumReturnToBase",
-}
 # A light's brightness or color said as HA's HassLightSet says it.
 _LIGHT_SET = {"brightness": "brightness", "brightness_pct": "brightness", "rgb_color": "color", "color_name": "color"}
 # Attributes a question is usually about, said with HA's translation of their name.
@@ -66,11 +45,8 @@ class Phrases:
 
     def _render(self, text: str, slots: Mapping[str, Any], entity_id: str | None) -> str | None:
         state = self.hass.states.get(entity_id) if entity_id else None
-        variables = {
-            "slots": dict(slots),
-            "state": template.TemplateState(self.hass, state) if state else None,
-            "query": {"matched": [template.TemplateState(self.hass, state)] if state else [], "unmatched": []},
-        }
+        said = template.TemplateState(self.hass, state) if state else None
+        variables = {"slots": dict(slots), "state": said, "query": {"matched": [said] if said else [], "unmatched": []}}
         try:
             said = template.Template(text, self.hass).async_render(variables, parse_result=False)
         except TemplateError:
@@ -84,7 +60,7 @@ class Phrases:
         domain = entity_id.split(".", 1)[0]
         name = str(result.get("target_name") or arguments.get("name") or entity_id)
         service = str(arguments.get("action") or "")
-        intent = _SERVICE_INTENTS.get(service)
+        intent = SAID_BY.get(service)
         key = next((_LIGHT_SET[a] for a in arguments if domain == "light" and a in _LIGHT_SET), None)
         if key is not None:
             intent = "HassLightSet"
@@ -119,7 +95,7 @@ class Phrases:
             domain = str(state.get("entity_id", "")).split(".", 1)[0]
             unit = f" {state['unit_of_measurement']}" if state.get("unit_of_measurement") else ""
             facts = [
-                f"{self._attribute_name(domain, key)} {_value(key, state[key])}"
+                f"{self._attribute_name(domain, key)} {attribute_value(key, state[key])}"
                 for key in _FACTS
                 if state.get(key) is not None
             ]
@@ -141,14 +117,6 @@ class Phrases:
             for domain, service, name in actions
         ]
         return self.say("ask_first", actions=", ".join(said))
-
-
-def _value(name: str, value: Any) -> str:
-    if name == "brightness" and isinstance(value, int | float):
-        return f"{round(value * 100 / 255)} %"
-    if name == "volume_level" and isinstance(value, int | float):
-        return f"{round(value * 100)} %"
-    return str(value)
 
 
 async def async_phrases(hass: HomeAssistant, language: str, domains: Iterable[str]) -> Phrases:

@@ -339,12 +339,7 @@ class PromptBuilder:
                 text = later_turn(list(turn_lines.values()), turn.content)
             self._conversations.set_user_text(conversation_id, turn, text, turn_lines)
 
-        def user_text(content: conversation.UserContent) -> str:
-            return self._conversations.user_text(conversation_id, content) or content.content
-
-        messages = chat_messages(chat_log, int(options.get(CONF_MAX_HISTORY, DEFAULT_MAX_HISTORY)), user_text)
-        if messages and messages[0]["role"] == "system":
-            messages[0]["content"] = _with_examples(messages[0]["content"], toolbox)
+        messages = self._history(chat_log, toolbox)
         decoding: dict[str, Any] = {
             "max_tokens": int(options.get(CONF_MAX_TOKENS, DEFAULT_MAX_TOKENS)),
             "temperature": float(options.get(CONF_TEMPERATURE, DEFAULT_TEMPERATURE)),
@@ -360,15 +355,9 @@ class PromptBuilder:
         stop = (info.eos_token,) if info and info.eos_token else ()
         return GenerateRequest(prompt=prompt, stop=stop, grammar=grammar, **decoding)
 
-    def next_turn_prefix(self, chat_log: conversation.ChatLog, toolbox: Toolbox) -> str | None:
-        """The conversation's next prompt up to its user turn, as that turn will render it
-        (its history: the calls, their results, the reply), or None if the engine renders
-        its own prompts or the tools do not fit. Prefilled after a turn, a follow-up then
-        evaluates about its own words."""
-        template = self._engine.chat_template
-        schemas = toolbox.schemas() if toolbox.compiled or toolbox.others else []
-        if template is None or not self._fits(schemas):
-            return None
+    def _history(self, chat_log: conversation.ChatLog, toolbox: Toolbox) -> list[dict[str, Any]]:
+        """The chat log as the model's messages: user turns as they were sent, the system
+        prompt with the examples of other APIs' tools."""
         conversation_id = chat_log.conversation_id
 
         def user_text(content: conversation.UserContent) -> str:
@@ -378,12 +367,23 @@ class PromptBuilder:
         messages = chat_messages(chat_log, max_history, user_text)
         if messages and messages[0]["role"] == "system":
             messages[0]["content"] = _with_examples(messages[0]["content"], toolbox)
-        messages.append({"role": "user", "content": _TURN_SENTINEL})
+        return messages
+
+    def next_turn_prefix(self, chat_log: conversation.ChatLog, toolbox: Toolbox) -> str | None:
+        """The conversation's next prompt up to its user turn, as that turn will render it
+        (its history: the calls, their results, the reply), or None if the engine renders
+        its own prompts or the tools do not fit. Prefilled after a turn, a follow-up then
+        evaluates about its own words."""
+        template = self._engine.chat_template
+        schemas = toolbox.schemas() if toolbox.compiled or toolbox.others else []
+        if template is None or not self._fits(schemas):
+            return None
+        messages = [*self._history(chat_log, toolbox), {"role": "user", "content": _TURN_SENTINEL}]
         try:
             rendered = template.render(messages, tools=schemas or None)
         except EngineError:
             return None
-        rendered = self._conversations.extend(conversation_id, rendered, self._generation_extra())
+        rendered = self._conversations.extend(chat_log.conversation_id, rendered, self._generation_extra())
         cut = rendered.find(_TURN_SENTINEL)
         return rendered[:cut] if cut > 0 else None
 

@@ -313,6 +313,16 @@ def plots(report: dict[str, Any], out: Path) -> list[Path]:
     return written
 
 
+def _save(fig: Any, path: Path) -> Path:
+    """Write a finished figure to `path` (and free it)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _breakdown_plot(report: dict[str, Any], bars: dict[str, dict[str, Any]], out: Path) -> Path:
     import matplotlib.pyplot as plt
 
@@ -327,11 +337,7 @@ def _breakdown_plot(report: dict[str, Any], bars: dict[str, dict[str, Any]], out
     ax.set_xlabel("seconds (warm request, medians)")
     ax.set_title(f"Where a warm request's time goes: {report['meta']['model']}")
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=2)
-    fig.tight_layout()
-    path = out / "breakdown.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "breakdown.png")
 
 
 def _scaling_plot(report: dict[str, Any], scaling: dict[str, Any], out: Path) -> Path:
@@ -356,11 +362,7 @@ def _scaling_plot(report: dict[str, Any], scaling: dict[str, Any], out: Path) ->
         ax.set_xlabel("exposed entities")
         ax.set_ylim(bottom=0)
     fig.suptitle(f"By home size: {report['meta']['model']}")
-    fig.tight_layout()
-    path = out / "scaling.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "scaling.png")
 
 
 def _mix_plot(report: dict[str, Any], mix: dict[str, Any], sizes: list[str], out: Path) -> Path:
@@ -381,11 +383,7 @@ def _mix_plot(report: dict[str, Any], mix: dict[str, Any], sizes: list[str], out
     ax.set_xlim(left=0)
     ax.legend(loc="lower right")
     ax.set_title(f"A realistic mix of requests: {report['meta']['model']}")
-    fig.tight_layout()
-    path = out / "mix.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "mix.png")
 
 
 def summary(report: dict[str, Any]) -> str:

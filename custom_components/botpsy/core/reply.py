@@ -101,7 +101,7 @@ def describe_states(results: Sequence[Mapping[str, Any]]) -> str:
         unit = f" {state['unit_of_measurement']}" if state.get("unit_of_measurement") else ""
         weather = str(state.get("entity_id", "")).startswith("weather.")
         facts = [
-            f"{'temperature' if weather and key == 'temperature' else label} {_attribute_value(key, state[key])}"
+            f"{'temperature' if weather and key == 'temperature' else label} {attribute_value(key, state[key])}"
             for key, label in _FACTS.items()
             if state.get(key) is not None
         ]
@@ -151,7 +151,8 @@ def _forecast_day(day: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _attribute_value(name: str, value: Any) -> str:
+def attribute_value(name: str, value: Any) -> str:
+    """An attribute's value as a person reads it (brightness and volume in percent)."""
     if name == "brightness":
         return f"{round(value * 100 / 255)} %"
     if name == "volume_level":
