@@ -50,6 +50,10 @@ REFRESH_DELAY = 10.0
 # block is refreshed: a scene's changes come together. Not postponed by later changes, so
 # a device that changes all the time cannot hold the refresh off.
 STATES_DELAY = 1.0
+# Seconds without any request before a conversation's next turn is prefilled: a person
+# answers after hearing the reply, while requests that come at once (other satellites, an
+# automation, an evaluation's next case) go first instead of waiting for it.
+CONVERSATION_QUIET = 1.0
 
 
 class PrefixWarmup:
@@ -180,14 +184,14 @@ class PrefixWarmup:
     @callback
     def async_prefill_conversation(self, prefix: str) -> None:
         """Prefill what a conversation's next turn starts with (its history), in the
-        background: a request that comes first interrupts it."""
+        background after a quiet moment: a request that comes first interrupts it."""
         self.entry.async_create_background_task(
             self.hass, self._async_prefill_conversation(prefix), f"BotPsy conversation warm-up {self.name}"
         )
 
     async def _async_prefill_conversation(self, prefix: str) -> None:
         try:
-            await self._engine().async_prefill(prefix)
+            await self._engine().async_prefill(prefix, CONVERSATION_QUIET)
         except PrefillInterruptedError:
             LOGGER.debug("A request went before the conversation warm-up of %s", self.name)
         except EngineError as err:

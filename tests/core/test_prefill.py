@@ -151,6 +151,35 @@ def test_prefill_stops_when_cancelled(tiny_models: dict[str, Path]) -> None:
     assert model.snapshot_memory()["snapshots"] == 1
 
 
+def test_a_prefill_looks_for_requests_between_small_chunks(tiny_models: dict[str, Path]) -> None:
+    """A request waits for one chunk of a background prefill at most, however long it is."""
+    model = worker.Model({"model_path": str(tiny_models["qwen3"]), "n_ctx": 512, "n_batch": 256, "n_threads": 1})
+    looks = iter([False, False, True])
+    result = model.prefill(PREFIX * 4, lambda: next(looks))
+    assert len(model.tokenize(PREFIX * 4)) > 3 * worker.PREFILL_CHUNK
+    assert model.llm.n_tokens == 2 * worker.PREFILL_CHUNK  # two chunks, then it stopped
+    assert model.snapshot_memory()["snapshots"] == 0
+    assert result["cached_tokens"] == 0
+
+
+async def test_a_quiet_prefill_waits_for_quiet_and_yields_to_a_request() -> None:
+    guard = Preemptible()
+    ran: list[str] = []
+
+    async def work(name: str) -> Timings:
+        ran.append(name)
+        return Timings(prompt_tokens=1)
+
+    waiting = asyncio.ensure_future(guard.run(work("first"), quiet=0.05))
+    await asyncio.sleep(0.01)
+    guard.interrupt()  # a request arrived during the quiet moment
+    with pytest.raises(PrefillInterruptedError):
+        await waiting
+    assert ran == []
+    assert (await guard.run(work("second"), quiet=0.01)).prompt_tokens == 1
+    assert ran == ["second"]
+
+
 async def test_a_request_never_waits_for_a_prefill(engine: EmbeddedEngine) -> None:
     """A prefill waiting for the engine (here: held by the test) is interrupted by a request."""
     async with engine._lock:

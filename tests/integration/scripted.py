@@ -58,7 +58,7 @@ class ScriptedEngine:
         cached = max((len(p) for p in self.kept if prompt.startswith(p)), default=0)
         yield Finished("stop", Timings(prompt_tokens=len(prompt), cached_tokens=cached))
 
-    async def async_prefill(self, prompt: str) -> Timings:
+    async def async_prefill(self, prompt: str, quiet: float = 0.0) -> Timings:
         self.prefills.append(prompt)
         self.prefill_started.set()
         await self.prefill_gate.wait()

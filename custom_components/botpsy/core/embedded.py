@@ -316,12 +316,12 @@ class EmbeddedEngine:
                 return int(reply["result"])
         raise EngineError("No token count returned")
 
-    async def async_prefill(self, prompt: str) -> Timings:
+    async def async_prefill(self, prompt: str, quiet: float = 0.0) -> Timings:
         """Evaluate `prompt` in the worker and keep a state snapshot at its end.
 
         A request arriving meanwhile interrupts it (PrefillInterruptedError).
         """
-        return await self._prefills.run(self._prefill(prompt))
+        return await self._prefills.run(self._prefill(prompt), quiet)
 
     async def _prefill(self, prompt: str) -> Timings:
         async with self._lock:

@@ -23,13 +23,25 @@ class Preemptible:
 
     `interrupt()` (called when a request arrives) cancels the running prefill, which then
     raises PrefillInterruptedError to its caller, who may try again later. Cancelling the
-    caller itself still cancels as usual.
+    caller itself still cancels as usual. A prefill `quiet` seconds long starts only after
+    that long without a request (and raises the same when one came meanwhile).
     """
 
     def __init__(self) -> None:
         self._task: asyncio.Task[Timings] | None = None
+        self._requests = 0
 
-    async def run(self, work: Coroutine[Any, Any, Timings]) -> Timings:
+    async def run(self, work: Coroutine[Any, Any, Timings], quiet: float = 0.0) -> Timings:
+        requests = self._requests
+        if quiet > 0:
+            try:
+                await asyncio.sleep(quiet)
+            except asyncio.CancelledError:
+                work.close()
+                raise
+        if self._requests != requests:
+            work.close()
+            raise PrefillInterruptedError("A request came first; nothing was prefilled")
         task = asyncio.ensure_future(work)
         self._task = task
         try:
@@ -44,6 +56,7 @@ class Preemptible:
                 self._task = None
 
     def interrupt(self) -> None:
+        self._requests += 1
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
@@ -183,11 +196,12 @@ class Engine(Protocol):
     def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         """Stream events; closing the iterator early cancels the generation."""
 
-    async def async_prefill(self, prompt: str) -> Timings:
+    async def async_prefill(self, prompt: str, quiet: float = 0.0) -> Timings:
         """Evaluate `prompt`, a stable prefix (instructions and tools), and keep its state.
 
         A later request whose prompt starts with it evaluates only the rest. Engines that
-        cannot keep a prompt's state do nothing and return zero timings.
+        cannot keep a prompt's state do nothing and return zero timings. With `quiet`, it
+        starts only after that many seconds without a request (see Preemptible).
         """
 
     async def async_health(self) -> EngineHealth:

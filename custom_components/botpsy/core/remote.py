@@ -324,7 +324,7 @@ class RemoteEngine:
         self.last_timings = timings
         yield Finished(reason, timings)
 
-    async def async_prefill(self, prompt: str) -> Timings:
+    async def async_prefill(self, prompt: str, quiet: float = 0.0) -> Timings:
         """llama-server: evaluate `prompt` into its slot's cache (`n_predict` 0), so the next
         request that starts with it evaluates only the rest.
 
@@ -334,7 +334,7 @@ class RemoteEngine:
         """
         if not self._native:
             return Timings()
-        return await self._prefills.run(self._prefill(prompt))
+        return await self._prefills.run(self._prefill(prompt), quiet)
 
     async def _prefill(self, prompt: str) -> Timings:
         timings = Timings()
