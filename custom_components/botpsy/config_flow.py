@@ -48,6 +48,7 @@ from .const import (
     CONF_N_BATCH,
     CONF_N_CTX,
     CONF_N_THREADS,
+    CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
     CONF_TEMPERATURE,
     CONF_URL,
@@ -61,6 +62,7 @@ from .const import (
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
+    DEFAULT_PREFER_LOCAL_INTENTS,
     DEFAULT_SUBENTRIES,
     DEFAULT_TEMPERATURE,
     DOMAIN,
@@ -355,6 +357,9 @@ def _conversation_fields(hass: HomeAssistant, options: Mapping[str, Any]) -> dic
         probatio.Optional(CONF_LLM_HASS_API, default=list(options.get(CONF_LLM_HASS_API, [DOMAIN]))): SelectSelector(
             SelectSelectorConfig(options=apis, multiple=True)
         ),
+        probatio.Optional(
+            CONF_PREFER_LOCAL_INTENTS, default=options.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS)
+        ): BooleanSelector(),
         probatio.Optional(
             CONF_CONFIRM_RISKY, default=options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)
         ): BooleanSelector(),

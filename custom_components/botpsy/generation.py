@@ -114,9 +114,25 @@ class Generation:
         limit = self.fmt.shown_length(text, final=True) if self.fmt else len(text)
         if limit > sent and self.stream_text:
             yield {"content": text[sent:limit]}
-        calls: list[ToolCall] = []
         written = self.parsed.calls + server_calls if self.allow_calls else []
-        for call in [spread for written_call in written for spread in self._spread(written_call)]:
+        async for delta in self._run([spread for written_call in written for spread in self._spread(written_call)]):
+            yield delta
+
+    async def stream_calls(
+        self, calls: list[ToolCall]
+    ) -> AsyncGenerator[conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict]:
+        """A round whose calls were written without the model (HA's exact reading, see
+        `exact`): they run, wait or are refused as the model's would."""
+        yield {"role": "assistant"}
+        async for delta in self._run(calls):
+            yield delta
+
+    async def _run(
+        self, written: list[ToolCall]
+    ) -> AsyncGenerator[conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict]:
+        """The round's calls to the chat log (which runs them), held or refused."""
+        calls: list[ToolCall] = []
+        for call in written:
             if (signature := json_dumps([call.name, call.arguments])) in self._ran or self._refuse(call):
                 continue  # the same call again (a small model's loop, its result is known), or not allowed
             self._ran.add(signature)

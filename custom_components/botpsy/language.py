@@ -9,8 +9,9 @@ where it recognises nothing, the model reads the request alone.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 import re
+from typing import Any
 
 from hassil.expression import Alternative, Expression, ListReference, Permutation, RuleReference, Sentence, TextChunk
 from hassil.intents import Intents
@@ -98,6 +99,8 @@ class Recognized:
     question: bool
     # Unrecognised: the intents whose sentences start with the request's first word.
     likely: frozenset[str] = frozenset()
+    # The slots' values as HA's intent takes them (a brightness is a number).
+    values: dict[str, Any] = field(default_factory=dict)
 
     @property
     def services(self) -> tuple[frozenset[str], ...]:
@@ -133,8 +136,9 @@ async def async_recognize(
     )
     result = await agent.async_recognize_intent(user_input, strict_intents_only=True)
     if result is not None:
-        slots = {key: str(entity.value) for key, entity in result.entities.items() if entity.value is not None}
-        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS)
+        values = {key: entity.value for key, entity in result.entities.items() if entity.value is not None}
+        slots = {key: str(value) for key, value in values.items()}
+        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values)
     loaded = await agent.async_get_or_load_intents(language)
     if loaded is None:
         return None

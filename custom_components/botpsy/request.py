@@ -34,9 +34,11 @@ from .confirmation import Risk, async_answer_pending, async_ask_confirmation, ca
 from .const import (
     CONF_CONFIRM_RISKY,
     CONF_MAX_TOOL_ROUNDS,
+    CONF_PREFER_LOCAL_INTENTS,
     CONF_PROMPT,
     DEFAULT_CONFIRM_RISKY,
     DEFAULT_MAX_TOOL_ROUNDS,
+    DEFAULT_PREFER_LOCAL_INTENTS,
     DOMAIN,
     LOGGER,
 )
@@ -49,6 +51,7 @@ from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
+from .exact import async_exact_calls
 from .generation import Generation, async_say, engine_failure
 from .language import Recognized, async_recognize, chat_language, read_in_language, reads_english
 from .phrases import Phrases, async_phrases
@@ -72,25 +75,28 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     undone = await async_undo(agent.hass, chat_log, _context(chat_log)) if is_correction(utterance) else None
-    recognized = (
-        None
-        if reads_english(language)
-        else await async_recognize(
-            agent.hass,
-            utterance,
-            language,
-            device_id=chat_log.llm_api.llm_context.device_id if chat_log.llm_api else None,
-            context=_context(chat_log),
-        )
+    llm_context = chat_log.llm_api.llm_context if chat_log.llm_api else None
+    recognized = await async_recognize(
+        agent.hass,
+        utterance,
+        language,
+        device_id=llm_context.device_id if llm_context else None,
+        context=_context(chat_log),
     )
     scope = Scope.of(agent.hass, chat_log, utterance, language, recognized)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
-    reply = scope.early_answer()
-    if reply is None and (holder := scope.holder_asked_about()) is not None:
+    # What HA's own sentences read exactly is done as they read it (see `exact`).
+    exact = (
+        await async_exact_calls(agent.hass, scope.toolbox, recognized, llm_context)
+        if agent.subentry.data.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS)
+        else None
+    )
+    reply = None if exact else scope.early_answer()
+    if reply is None and not exact and (holder := scope.holder_asked_about()) is not None:
         reply = await _async_read_contents(agent, chat_log, scope, holder)
     if reply is None:
-        reply = await _async_rounds(agent, chat_log, scope)
+        reply = await _async_rounds(agent, chat_log, scope, exact)
         # In a bigger home, the states block shows what requests were about lately.
         agent.prompts.remember(scope.named.entity_ids | _targets_of_turn(chat_log))
     if undone:  # the reply says both (HA speaks the turn's last words)
@@ -325,9 +331,12 @@ def _call_format(agent: BotPsyLLMEntity) -> CallFormat:
     return detect_format(template.source if template else None)
 
 
-async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope) -> str | None:
+async def _async_rounds(
+    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope, exact: list[ToolCall] | None = None
+) -> str | None:
     """Generation rounds until the request is done; the reply, or None if the model's
-    text (already streamed) is the reply or a confirmation was asked for."""
+    text (already streamed) is the reply or a confirmation was asked for. `exact`: the
+    first round's calls, as HA's sentences read the request (no model)."""
     options = agent.subentry.data
     rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
     toolbox = scope.toolbox
@@ -347,36 +356,43 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
         if scope.question and (facts := scope.said_states(results)):
             return facts
         with_tools = round_number < rounds and not (scope.question and results)
-        request = agent.prompts.round_request(
-            chat_log,
-            toolbox,
-            fmt,
-            scope.entity_ids,
-            with_tools=with_tools,
-            read_only=scope.question,
-            named=named,
-            # A request for an action on what fits it is answered by a call first: a
-            # model that would rather explain the call (in text) makes it; so is the
-            # rest of a request for several things.
-            must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
-            # A request for one thing is one call (one for every device that fits is
-            # spread over them): a small model otherwise writes it again and again.
-            one_call=scope.english and not (named.several or scope.question),
-        )
-        # After a failed action, text is held back: it could claim what did not happen.
-        # The last round allows no calls: those the model still writes are not run.
-        generation = Generation(
-            fmt,
-            agent.stats,
-            stream_text=not failed,
-            gate=gate,
-            allow_calls=with_tools,
-            ran=ran,
-            # Whatever the model writes, a question runs no action,
-            # and no action on a device that does not fit what the request names.
-            refuse=partial(scope.refuses, named=named),
-            spread=partial(toolbox.spread, named=named),
-        )
+        if exact is not None and round_number == 0:
+            # HA's reading is whole: what it acts on is neither narrowed nor spread again.
+            generation = Generation(fmt, agent.stats, gate=gate, ran=ran)
+            request = None
+            stream = generation.stream_calls(exact)
+        else:
+            request = agent.prompts.round_request(
+                chat_log,
+                toolbox,
+                fmt,
+                scope.entity_ids,
+                with_tools=with_tools,
+                read_only=scope.question,
+                named=named,
+                # A request for an action on what fits it is answered by a call first: a
+                # model that would rather explain the call (in text) makes it; so is the
+                # rest of a request for several things.
+                must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
+                # A request for one thing is one call (one for every device that fits is
+                # spread over them): a small model otherwise writes it again and again.
+                one_call=scope.english and not (named.several or scope.question),
+            )
+            # After a failed action, text is held back: it could claim what did not happen.
+            # The last round allows no calls: those the model still writes are not run.
+            generation = Generation(
+                fmt,
+                agent.stats,
+                stream_text=not failed,
+                gate=gate,
+                allow_calls=with_tools,
+                ran=ran,
+                # Whatever the model writes, a question runs no action,
+                # and no action on a device that does not fit what the request names.
+                refuse=partial(scope.refuses, named=named),
+                spread=partial(toolbox.spread, named=named),
+            )
+            stream = generation.stream(agent.engine, request)
         # What HA's intents change is seen against the states before the round (BotPsy's
         # own tools report their changes themselves).
         before = (
@@ -384,9 +400,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             if toolbox.others
             else {}
         )
-        async for content in chat_log.async_add_delta_content_stream(
-            agent.entity_id, generation.stream(agent.engine, request)
-        ):
+        async for content in chat_log.async_add_delta_content_stream(agent.entity_id, stream):
             if isinstance(content, conversation.ToolResultContent):
                 data: dict[str, Any] = dict(content.result.data or {})
                 # HA's intents answer without the call's slots: the reply names what was asked.
@@ -394,17 +408,18 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
                 results.append({"arguments": asked, **data, "name": content.tool_name})
                 # What the search found can be acted on in the next round.
                 scope.entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
-        agent.prompts.record(chat_log.conversation_id, request, generation.text)
-        chat_log.async_trace(generation.trace())
-        if agent.warmup is not None and request.prompt is not None and generation.timings is not None:
-            agent.warmup.async_served(request.prompt, generation.timings)
+        if request is not None:
+            agent.prompts.record(chat_log.conversation_id, request, generation.text)
+            chat_log.async_trace(generation.trace())
+            if agent.warmup is not None and request.prompt is not None and generation.timings is not None:
+                agent.warmup.async_served(request.prompt, generation.timings)
         new = results[len(results) - len(generation.calls) :]
         LOGGER.debug(
             "Request %r, round %d: %d entities shortlisted, grammar %d bytes, calls %s, held %s, results %s",
             scope.utterance,
             round_number,
             len(scope.entity_ids),
-            len(request.grammar or ""),
+            len(request.grammar or "") if request else 0,
             [(c.tool_name, c.tool_args) for c in generation.calls],
             generation.held,
             new,
@@ -431,7 +446,7 @@ async def _async_rounds(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, 
             said += [o for o in outcomes if o is not None]
             # "The kettle and the hall light", one call written: the next round does the rest.
             acted = [e for r in new for i in _acted_on(r) if (e := toolbox.home.entity(i)) is not None]
-            rest = named.rest(acted, toolbox.actionable()) if round_number + 1 < rounds else None
+            rest = named.rest(acted, toolbox.actionable()) if round_number + 1 < rounds and request else None
             if rest is None:
                 return scope.said_done(said)
             named = rest

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from homeassistant.components.intent import OnOffIntentHandler
@@ -57,6 +57,8 @@ class Target:
     name: str
     service: str  # of the device's own domain ("unlock", "open_cover")
     device_class: str | None = None
+    # The service data an HA intent passes besides the entity ({"brightness_pct": 30}).
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def domain(self) -> str:
@@ -98,6 +100,18 @@ def _intent_slots(
             if value and slot in tool.extra_slots:
                 slots[slot] = {"value": value}
     return slots
+
+
+def _service_data(handler: intent.DynamicServiceIntentHandler, intent_obj: intent.Intent) -> dict[str, Any]:
+    """What the handler passes the service besides the entity, from its validated slots
+    (as `DynamicServiceIntentHandler.async_call_service` builds it)."""
+    data: dict[str, Any] = {}
+    for key, info in (handler.required_slots or {}).items():
+        data[info.service_data_name or key] = intent_obj.slots[key]["value"]
+    for key, info in (handler.optional_slots or {}).items():
+        if value := intent_obj.slots.get(key):
+            data[info.service_data_name or key] = value["value"]
+    return data
 
 
 def _service(handler: intent.DynamicServiceIntentHandler, intent_obj: intent.Intent, state: State) -> str:
@@ -146,8 +160,15 @@ async def _async_intent_targets(
     try:
         await probe.async_handle(intent_obj)
     except _Matched as found:
+        data = _service_data(handler, found.intent_obj)
         return [
-            Target(s.entity_id, s.name, _service(handler, found.intent_obj, s), s.attributes.get(ATTR_DEVICE_CLASS))
+            Target(
+                s.entity_id,
+                s.name,
+                _service(handler, found.intent_obj, s),
+                s.attributes.get(ATTR_DEVICE_CLASS),
+                data,
+            )
             for s in found.states
         ]
     except (intent.IntentError, probatio.Invalid):
@@ -185,6 +206,17 @@ async def async_call_targets(
     if llm_context is None:
         raise UnresolvedError(f"I cannot check {call.name} without the request's context")
     return await _async_intent_targets(hass, tool, dict(call.arguments), llm_context)
+
+
+async def async_intent_targets(
+    hass: HomeAssistant, intent_type: str, slots: dict[str, Any], llm_context: llm.LLMContext
+) -> list[Target]:
+    """The devices HA's intent `intent_type` acts on with `slots` (values, as an intent
+    tool passes them), each with its service and data; [] where it acts on none."""
+    handler = _handler(hass, intent_type)
+    if handler is None:
+        return []
+    return await _async_intent_targets(hass, llm.IntentTool(intent_type, handler), slots, llm_context)
 
 
 def states_named(hass: HomeAssistant, name: str, area: str | None, assistant: str | None) -> list[State]:

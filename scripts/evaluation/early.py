@@ -2,8 +2,12 @@
 
 `python -m scripts.evaluation.early --dataset DIR [DIR ...]`: loads each home into a real
 Home Assistant (no model), runs the request's first steps as the agent does (what it
-names, whether it asks, then `Scope.early_answer`) on every sentence, and counts the
-early answers. One is wrong where the case expects an action: a change, a device acted
+names, whether it asks, what HA's own sentences read exactly, then `Scope.early_answer`)
+on every sentence, and counts the early answers. An exact reading (`exact`: calls made
+without the model) is wrong where it acts on other devices than the case's: the target
+of a device-actions group, the entities HA's handling of an intents case acts on, those
+an assist case expects changed; or where the case expects no action.
+Another early answer is wrong where the case expects an action: a change, a device acted
 on (device-actions groups) or an intent that HA's own handling acts with; so is a
 request for an action read as a question (it is never done). Lists the wrong ones, and
 counts apart the questions read as requests (only the model keeps those from acting).
@@ -26,12 +30,15 @@ from pathlib import Path
 import re
 import tempfile
 
-from homeassistant.core import HomeAssistant
+from homeassistant.components import conversation
+from homeassistant.core import Context, HomeAssistant
+from homeassistant.helpers import llm
 
 from custom_components.botpsy.core.home import Entity
 from custom_components.botpsy.core.policy import is_question
 from custom_components.botpsy.core.requested import named_in
 from custom_components.botpsy.core.tools import compile_tools
+from custom_components.botpsy.exact import async_exact_calls
 from custom_components.botpsy.home_snapshot import async_snapshot_home
 from custom_components.botpsy.language import async_recognize, read_in_language, reads_english
 from custom_components.botpsy.request import Scope
@@ -54,6 +61,8 @@ class EarlyAnswer:
     ambiguous: bool = False
     # A question the rules read as a request (no early answer: counted apart).
     question_missed: bool = False
+    # Calls HA's sentences read exactly (the answer lists the devices they act on).
+    exact: bool = False
 
 
 def _words(text: str) -> set[str]:
@@ -71,10 +80,16 @@ def _ambiguous(sentence: str, listed: list[Entity], target: str | None) -> bool:
 
 
 async def _wants_action(hass: HomeAssistant, home: LoadedHome, case: Case, device_id: str | None) -> bool:
+    return bool(await _acted_on(hass, home, case, device_id))
+
+
+async def _acted_on(hass: HomeAssistant, home: LoadedHome, case: Case, device_id: str | None) -> set[str]:
+    """The devices the case expects acted on (none: it expects no action)."""
     if case.intent is None:
-        return bool(case.target or case.expect_changes)
+        target = {target_entity(home.fixture, case)} if case.target else set()
+        return target | set(case.expect_changes)
     expected, _setup = await expected_intent(hass, home, case, device_id, home_entities(hass))
-    return bool(expected.changes or expected.targets)
+    return set(expected.targets) | set(expected.changes)
 
 
 async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
@@ -91,10 +106,18 @@ async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
                 here = areas.get(case.context_area or "")
                 device_id = loaded.satellite_device(case.context_area) if case.context_area else None
                 named = named_in(case.sentence, home.entities, here=here)
+                recognized = await async_recognize(hass, case.sentence, fixture.language, device_id=device_id)
+                context = llm.LLMContext("botpsy", Context(), fixture.language, conversation.DOMAIN, device_id)
+                if (exact := await async_exact_calls(hass, toolbox, recognized, context)) is not None:
+                    acted = {str(c.arguments["entity_id"]) for c in exact}
+                    wanted = await _acted_on(hass, loaded, case, device_id)
+                    answers.append(
+                        EarlyAnswer(case.id, case.sentence, f"(exact) {sorted(acted)}", acted != wanted, exact=True)
+                    )
+                    continue
                 if english:
                     question = is_question(case.sentence)
                 else:
-                    recognized = await async_recognize(hass, case.sentence, fixture.language, device_id=device_id)
                     named, question = read_in_language(
                         case.sentence, named, home.entities, recognized, fixture.language
                     )
@@ -121,7 +144,8 @@ async def audit(roots: list[Path]) -> dict[str, object]:
         suite = load_suite(root)
         read = [a for home in suite.homes for a in await _home_answers(home)]
         missed = [a for a in read if a.question_missed]
-        answers = [a for a in read if not a.question_missed]
+        exact = [a for a in read if a.exact]
+        answers = [a for a in read if not (a.question_missed or a.exact)]
         wrong = [a for a in answers if a.wrong]
         ambiguous = [a for a in answers if a.ambiguous]
         total = len(suite.cases)
@@ -136,6 +160,9 @@ async def audit(roots: list[Path]) -> dict[str, object]:
                 "wrong_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in wrong],
                 "ambiguous": len(ambiguous),
                 "ambiguous_cases": [{"id": a.case, "sentence": a.sentence, "answer": a.answer} for a in ambiguous],
+                "exact": len(exact),
+                "exact_wrong": len(wrong_exact := [a for a in exact if a.wrong]),
+                "exact_wrong_cases": [{"id": a.case, "sentence": a.sentence, "acted": a.answer} for a in wrong_exact],
                 "questions_read_as_requests": len(missed),
                 "questions_read_as_requests_cases": [{"id": a.case, "sentence": a.sentence} for a in missed],
             }
@@ -155,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"{suite['suite']}: {suite['early_answers']} early answers in {suite['requests']} requests, "
             f"{suite['wrong']} wrong ({suite['wrong_share']} %), {suite['ambiguous']} ambiguous asked which, "
-            f"{suite['questions_read_as_requests']} questions read as requests"
+            f"{suite['questions_read_as_requests']} questions read as requests; "
+            f"{suite['exact']} read exactly by HA's sentences, {suite['exact_wrong']} of them wrong"
         )
 
 

@@ -16,6 +16,7 @@ from custom_components.botpsy.const import (
     CONF_N_BATCH,
     CONF_N_CTX,
     CONF_N_THREADS,
+    CONF_PREFER_LOCAL_INTENTS,
     CONF_URL,
     DEFAULT_SUBENTRIES,
     DOMAIN,
@@ -42,12 +43,22 @@ def embedded_data(model: Path) -> dict[str, Any]:
     }
 
 
-def make_entry(data: dict[str, Any], title: str = "tiny") -> MockConfigEntry:
+def make_entry(data: dict[str, Any], title: str = "tiny", **conversation: Any) -> MockConfigEntry:
+    """An entry with the default agents; `conversation`: options of its conversation agent."""
     return MockConfigEntry(
         domain=DOMAIN,
         title=title,
         data=data,
-        subentries_data=[{**subentry, "unique_id": None} for subentry in DEFAULT_SUBENTRIES],
+        subentries_data=[
+            {
+                **subentry,
+                "data": {**subentry["data"], **conversation}
+                if subentry["subentry_type"] == "conversation"
+                else subentry["data"],
+                "unique_id": None,
+            }
+            for subentry in DEFAULT_SUBENTRIES
+        ],
     )
 
 
@@ -69,9 +80,20 @@ def remote_data(llama_server: str, socket_enabled: None) -> dict[str, Any]:
 @pytest.fixture
 async def agent(hass: HomeAssistant, tiny_model: Path) -> MockConfigEntry:
     """A BotPsy agent on the realistic demo home (swap its engine with `scripted.script`)."""
+    return await _demo_agent(hass, tiny_model)
+
+
+@pytest.fixture
+async def model_agent(hass: HomeAssistant, tiny_model: Path) -> MockConfigEntry:
+    """The same agent asking its model for every request, those HA's own sentences read
+    exactly too: for what the model's path does (prompts, grammars, rounds)."""
+    return await _demo_agent(hass, tiny_model, **{CONF_PREFER_LOCAL_INTENTS: False})
+
+
+async def _demo_agent(hass: HomeAssistant, tiny_model: Path, **conversation: Any) -> MockConfigEntry:
     await async_setup_demo_home(hass)
     # The tiny models spell words byte by byte: the demo home's prompt needs a large context.
-    entry = make_entry({**embedded_data(tiny_model), CONF_N_CTX: 32768, CONF_N_BATCH: 512})
+    entry = make_entry({**embedded_data(tiny_model), CONF_N_CTX: 32768, CONF_N_BATCH: 512}, **conversation)
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()

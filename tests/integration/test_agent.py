@@ -46,10 +46,10 @@ def tool_results(hass: HomeAssistant, conversation_id: str) -> list[dict[str, An
 
 
 async def test_call_runs_and_reply_says_what_changed(
-    hass: HomeAssistant, agent: MockConfigEntry, tiny_model: Path
+    hass: HomeAssistant, model_agent: MockConfigEntry, tiny_model: Path
 ) -> None:
     call = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
-    engine = script(agent, call)
+    engine = script(model_agent, call)
     speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
     assert speech == "Kitchen Lights: on → off."
@@ -137,8 +137,10 @@ async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agen
     assert "Done!" not in speech
 
 
-async def test_shortlist_keeps_prompt_and_grammar_to_the_request(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    engine = script(agent, "OK.")
+async def test_shortlist_keeps_prompt_and_grammar_to_the_request(
+    hass: HomeAssistant, model_agent: MockConfigEntry
+) -> None:
+    engine = script(model_agent, "OK.")
     await ask(hass, "Turn off the kitchen lights")
     grammar = engine.requests[0].grammar or ""
     assert "light.kitchen_lights" in grammar
@@ -283,7 +285,36 @@ async def test_unlock_is_asked_then_done_on_yes(hass: HomeAssistant, agent: Mock
     speech, _conversation_id = await ask(hass, "yes", conversation_id)
     assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
     assert speech == "Front Door: locked → unlocked."
-    assert len(engine.requests) == 1  # the confirmation needed no model
+    assert engine.requests == []  # HA's own sentence read it, and the yes needs no model
+
+
+async def test_what_has_sentences_is_done_as_has_sentences_read_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A request HA's own sentences read exactly runs as BotPsy's calls, without the model:
+    every device it means, with the value said, reported by what changed."""
+    engine = script(agent)
+    speech, conversation_id = await ask(hass, "Set the brightness of the kitchen lights to 30%")
+    assert speech == "Kitchen Lights: brightness 71 % → 30 %."
+    assert hass.states.get("light.kitchen_lights").attributes["brightness"] == 76  # type: ignore[union-attr]
+    assert [r["arguments"] for r in tool_results(hass, conversation_id)] == [
+        {"entity_id": "light.kitchen_lights", "action": "turn_on", "brightness_pct": 30}
+    ]
+    lights = [s.entity_id for s in hass.states.async_all("light")]
+    speech, conversation_id = await ask(hass, "Turn off all the lights")
+    assert {s.state for s in hass.states.async_all("light")} == {"off"}
+    assert sorted(r["arguments"]["entity_id"] for r in tool_results(hass, conversation_id)) == sorted(lights)
+    assert engine.requests == []
+
+
+async def test_what_has_sentences_cannot_be_done_exactly_goes_to_the_model(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """A device HA's sentence names that BotPsy cannot act on (not exposed to it) leaves
+    the request to the model whole: nothing of HA's reading runs."""
+    engine = script(agent, "I cannot control that.")
+    async_expose_entity(hass, conversation.DOMAIN, "light.kitchen_lights", False)
+    await ask(hass, "Turn off the kitchen lights")
+    assert len(engine.requests) == 1
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
 
 
 async def test_only_the_asker_can_say_yes(

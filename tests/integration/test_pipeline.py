@@ -40,13 +40,24 @@ def speech(data: dict[str, Any]) -> str:
     return str(data["intent_output"]["response"]["speech"]["plain"]["speech"])
 
 
-async def test_pipeline_runs_the_agent(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+async def test_pipeline_runs_the_agent(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
+    call = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    engine = script(model_agent, call)
     data = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
     assert speech(data) == "Kitchen Lights: on → off."
     assert data["processed_locally"] is False
     assert len(engine.requests) == 1
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+
+
+async def test_the_agent_does_has_own_sentences_without_the_model(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Without the pipeline's "prefer handling commands locally", the agent still does
+    what HA's sentences read exactly without its model, and reports it itself."""
+    engine = script(agent)
+    data = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
+    assert speech(data) == "Kitchen Lights: on → off."
+    assert data["processed_locally"] is False
+    assert engine.requests == []
 
 
 async def test_prefer_local_handles_plain_commands_without_the_model(
@@ -63,12 +74,8 @@ async def test_questions_keep_the_conversation_open(hass: HomeAssistant, agent: 
     """A voice satellite listens for the answer to every question the agent asks, and
     only then: the confirmation of a risky action, which of several devices is meant, and
     a question of the model's own."""
-    script(
-        agent,
-        XML.render(ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock"})),
-        "Which lights do you mean?",
-        XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})),
-    )
+    # The unlock and the last request are HA's own sentences: no model output for them.
+    script(agent, "Which lights do you mean?")
     asked = await run_text(hass, "Unlock the front door", prefer_local=False)
     assert speech(asked).endswith("do you want me to unlock Front Door?")
     assert asked["intent_output"]["continue_conversation"] is True

@@ -62,6 +62,12 @@ async def warmed(hass: HomeAssistant, agent: MockConfigEntry, *outputs: str) -> 
     return engine, with_states
 
 
+@pytest.fixture
+def agent(model_agent: MockConfigEntry) -> MockConfigEntry:
+    """Every request here goes to the model: these tests are about its prompts."""
+    return model_agent
+
+
 @pytest.fixture(autouse=True)
 def _still_clock(freezer: FrozenDateTimeFactory) -> None:
     """Time moves only where a test moves it (the block shows the clock to the minute)."""
