@@ -43,10 +43,7 @@ async def async_exact_calls(
     for target in targets:
         call = ToolCall(target.domain, {ACTION: target.service, "entity_id": target.entity_id, **target.data})
         try:
-            valid = validate_call(call, tools)
+            calls.append(ToolCall(call.name, validate_call(call, tools).arguments))
         except CallRejectedError:
             return None
-        if valid.tool.read_only:
-            return None
-        calls.append(ToolCall(call.name, valid.arguments))
     return calls or None

@@ -76,22 +76,25 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # back, and the request is what the words name now.
     undone = await async_undo(agent.hass, chat_log, _context(chat_log)) if is_correction(utterance) else None
     llm_context = chat_log.llm_api.llm_context if chat_log.llm_api else None
-    recognized = await async_recognize(
-        agent.hass,
-        utterance,
-        language,
-        device_id=llm_context.device_id if llm_context else None,
-        context=_context(chat_log),
+    prefer_local = bool(agent.subentry.data.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS))
+    # HA's intent matching reads the request where BotPsy's word rules cannot, and where
+    # what it reads exactly is done without the model.
+    recognized = (
+        await async_recognize(
+            agent.hass,
+            utterance,
+            language,
+            device_id=llm_context.device_id if llm_context else None,
+            context=_context(chat_log),
+        )
+        if prefer_local or not reads_english(language)
+        else None
     )
     scope = Scope.of(agent.hass, chat_log, utterance, language, recognized)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     # What HA's own sentences read exactly is done as they read it (see `exact`).
-    exact = (
-        await async_exact_calls(agent.hass, scope.toolbox, recognized, llm_context)
-        if agent.subentry.data.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS)
-        else None
-    )
+    exact = await async_exact_calls(agent.hass, scope.toolbox, recognized, llm_context) if prefer_local else None
     reply = None if exact else scope.early_answer()
     if reply is None and not exact and (holder := scope.holder_asked_about()) is not None:
         reply = await _async_read_contents(agent, chat_log, scope, holder)
