@@ -52,14 +52,14 @@ class EngineBuild:
 # variant inside, the best chosen on the hub. Update with each engine release.
 ENGINE_BUILDS: tuple[EngineBuild, ...] = (
     EngineBuild(
-        f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}-py3-none-musllinux_1_2_x86_64.whl",
-        10012922,
-        "afffe8465639b7f4b834ed543fe32c66fcce5837fce1d8b2d0a4f73bfb121a66",
-    ),
-    EngineBuild(
         f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}-py3-none-musllinux_1_2_aarch64.whl",
         5302702,
         "c46b165ebcbdcbb2d55b5d9e5a8c81bf6cec2dc969ce019735dd8e3a29b89234",
+    ),
+    EngineBuild(
+        f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}-py3-none-musllinux_1_2_x86_64.whl",
+        10012922,
+        "afffe8465639b7f4b834ed543fe32c66fcce5837fce1d8b2d0a4f73bfb121a66",
     ),
 )
 
