@@ -10,17 +10,22 @@ pipeline's "prefer handling commands locally" for LLM agents, inside the agent, 
 automations and AI tasks get it too. A reading BotPsy cannot call exactly (a handler
 of its own, a device without that action, a value the action does not take) is left to
 the model whole: nothing of it runs.
+
+A request HA's sentences do not read whole may join several it reads ("turn off the
+hall light and switch on the kettle"): each part is read on its own (a part without a
+verb takes the one before it: "... and the kettle"), and only if every part reads as an
+action, each as exactly, do they run together.
 """
 
 from __future__ import annotations
 
-from homeassistant.core import HomeAssistant
+from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm
 
 from .core.formats import ToolCall
 from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
-from .language import QUESTION_INTENTS, Recognized
+from .language import QUESTION_INTENTS, Recognized, async_recognize, joined_parts
 from .targets import UnresolvedError, async_intent_targets
 from .toolbox import Toolbox
 
@@ -47,3 +52,77 @@ async def async_exact_calls(
         except CallRejectedError:
             return None
     return calls or None
+
+
+# Slots that say where or what a reading acts on; a reading with none acts on a kind of
+# device wherever the asker is (the satellite's area) or everywhere.
+_PLACING = ("name", "area", "floor")
+_VERB_BEFORE = ("name", "area", "floor", "domain", "device_class")
+
+
+async def async_exact_request(
+    hass: HomeAssistant,
+    toolbox: Toolbox,
+    utterance: str,
+    language: str,
+    recognized: Recognized | None,
+    llm_context: llm.LLMContext | None,
+    context: Context | None = None,
+) -> list[ToolCall] | None:
+    """BotPsy's calls for the request as HA's sentences read it: the whole (`recognized`),
+    or every part it joins; None where any of it is not read exactly."""
+    if recognized is not None and recognized.intent is not None:
+        return await async_exact_calls(hass, toolbox, recognized, llm_context)
+    parts = joined_parts(utterance, language)
+    if len(parts) < 2 or llm_context is None:
+        return None
+    readings: list[Recognized] = []
+    verb = ""
+    for part in parts:
+        reading = await _async_read_part(hass, part, verb, language, llm_context, context)
+        if reading is None:
+            return None
+        readings.append(reading)
+        verb = _verb_of(part, reading) or verb
+    # "Turn on the lights and the fan in the bedroom": the lights are the bedroom's too,
+    # which a part read alone would not say.
+    placed = [any(r.slots.get(slot) for slot in _PLACING) for r in readings]
+    if any(placed) and not all(placed):
+        return None
+    calls: list[ToolCall] = []
+    for reading in readings:
+        part_calls = await async_exact_calls(hass, toolbox, reading, llm_context)
+        if part_calls is None:
+            return None
+        calls += part_calls
+    return calls
+
+
+async def _async_read_part(
+    hass: HomeAssistant,
+    part: str,
+    verb: str,
+    language: str,
+    llm_context: llm.LLMContext,
+    context: Context | None,
+) -> Recognized | None:
+    """HA's reading of one part as an action: with the verb of the part before it ("the
+    kettle" after "turn on the hall light"; that verb's last word, an article, left out
+    where the part brings its own), else as said. The verb comes first: HA reads a bare
+    name as switching it on."""
+    tried = [f"{verb} {part}", f"{verb.rsplit(maxsplit=1)[0]} {part}" if " " in verb else ""] if verb else []
+    tried.append(part)
+    for text in filter(None, tried):
+        reading = await async_recognize(hass, text, language, device_id=llm_context.device_id, context=context)
+        if reading is not None and reading.intent is not None:
+            return None if reading.intent in QUESTION_INTENTS else reading
+    return None
+
+
+def _verb_of(part: str, reading: Recognized) -> str:
+    """The words of `part` before what its reading names ("turn on the" of "turn on the
+    hall light"); empty where none of its slots' words are found in it."""
+    folded = part.casefold()
+    found = [folded.find(text.casefold()) for slot in _VERB_BEFORE if (text := reading.texts.get(slot, "").strip())]
+    starts = [i for i in found if i > 0]
+    return part[: min(starts)].strip() if starts else ""

@@ -101,6 +101,8 @@ class Recognized:
     likely: frozenset[str] = frozenset()
     # The slots' values as HA's intent takes them (a brightness is a number).
     values: dict[str, Any] = field(default_factory=dict)
+    # The words of the request each slot was read from ("the kitchen" for the area).
+    texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def services(self) -> tuple[frozenset[str], ...]:
@@ -138,7 +140,8 @@ async def async_recognize(
     if result is not None:
         values = {key: entity.value for key, entity in result.entities.items() if entity.value is not None}
         slots = {key: str(value) for key, value in values.items()}
-        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values)
+        texts = {key: entity.text for key, entity in result.entities.items() if entity.text}
+        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values, texts=texts)
     loaded = await agent.async_get_or_load_intents(language)
     if loaded is None:
         return None
@@ -193,6 +196,7 @@ def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...], intent: 
 
 # Words that join two requests in one ("X and Y", "X, then Y"), by language.
 _JOINING = {
+    "en": r"and|then|also",
     "de": r"und|sowie|dann|danach|anschließend",
     "fr": r"et|puis|ensuite",
     "es": r"y|e|luego|después",
@@ -218,6 +222,16 @@ def read_in_language(
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
     return replace(named, services=recognized.services) if recognized.services else named, recognized.question
+
+
+def joined_parts(utterance: str, language: str) -> list[str]:
+    """The requests joined in `utterance` by its language's joining words ("X and then
+    Y", "X, Y"); one part where nothing joins, or the language has no such words here."""
+    joining = _JOINING.get(base_language(language))
+    if not joining:
+        return [utterance]
+    parts = re.split(rf"\s*[,;]\s*(?:(?<!\w)(?:{joining})(?!\w)\s*)*|\s+(?:(?:{joining})(?!\w)\s*)+", utterance)
+    return [p.strip() for p in parts if p and p.strip(" .!?")]
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")

@@ -51,7 +51,7 @@ from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
-from .exact import async_exact_calls
+from .exact import async_exact_request
 from .generation import Generation, async_say, engine_failure
 from .language import Recognized, async_recognize, chat_language, read_in_language, reads_english
 from .phrases import Phrases, async_phrases
@@ -94,7 +94,13 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     # What HA's own sentences read exactly is done as they read it (see `exact`).
-    exact = await async_exact_calls(agent.hass, scope.toolbox, recognized, llm_context) if prefer_local else None
+    exact = (
+        await async_exact_request(
+            agent.hass, scope.toolbox, utterance, language, recognized, llm_context, _context(chat_log)
+        )
+        if prefer_local
+        else None
+    )
     reply = None if exact else scope.early_answer()
     if reply is None and not exact and (holder := scope.holder_asked_about()) is not None:
         reply = await _async_read_contents(agent, chat_log, scope, holder)

@@ -241,12 +241,12 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
 
 
 async def test_a_request_for_two_things_is_done_whole(
-    hass: HomeAssistant, agent: MockConfigEntry, tiny_model: Path
+    hass: HomeAssistant, model_agent: MockConfigEntry, tiny_model: Path
 ) -> None:
     """The model writes one call; the next round is asked for the rest, and only the rest."""
     kitchen = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
     ceiling = XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"}))
-    engine = script(agent, kitchen, ceiling)
+    engine = script(model_agent, kitchen, ceiling)
     speech, _conversation_id = await ask(hass, "Turn off the kitchen lights and the ceiling lights")
     for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
         assert hass.states.get(entity_id).state == "off", speech  # type: ignore[union-attr]
@@ -315,6 +315,33 @@ async def test_what_has_sentences_cannot_be_done_exactly_goes_to_the_model(
     await ask(hass, "Turn off the kitchen lights")
     assert len(engine.requests) == 1
     assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+
+
+async def test_requests_joined_in_one_are_each_read_by_has_sentences(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """Requests joined by "and" or "then" that HA's sentences read one by one run
+    together without the model; a part without a verb takes the one before it."""
+    engine = script(agent)
+    speech, _ = await ask(hass, "Turn off the kitchen lights and then turn on the bed light")
+    assert speech == "Kitchen Lights: on → off. Bed Light: off → on, brightness 71 %."
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    await ask(hass, "Switch off the bed light and the ceiling lights")
+    assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
+    assert engine.requests == []
+
+
+async def test_joined_requests_read_only_in_part_go_to_the_model(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Where one part is not read, or a part read alone would lose the place another
+    names ("the lights and the fan in the living room"), nothing runs before the model."""
+    engine = script(agent, "OK.", "OK.")
+    before = {s.entity_id: s.state for s in hass.states.async_all(("light", "fan"))}
+    await ask(hass, "Turn off the kitchen lights and make it cosy")
+    await ask(hass, "Turn off the lights and the living room fan")
+    assert len(engine.requests) == 2
+    assert {s.entity_id: s.state for s in hass.states.async_all(("light", "fan"))} == before
 
 
 async def test_only_the_asker_can_say_yes(

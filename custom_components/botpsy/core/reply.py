@@ -56,13 +56,20 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
         changes = result.get("changes") or []
         for change in changes:
             parts = []
-            if change.get("old_state") != change.get("new_state"):
+            switched = change.get("old_state") != change.get("new_state")
+            if switched:
                 parts.append(f"{_value(change.get('old_state'))} → {_value(change.get('new_state'))}")
-            # Attributes that vanished with the new state (a light's brightness when it
-            # turns off) are no news.
-            parts += [
-                _attribute(k, old, new) for k, (old, new) in (change.get("attributes") or {}).items() if new is not None
-            ]
+            for key, (old, new) in (change.get("attributes") or {}).items():
+                # Attributes that vanished with the new state (a light's brightness when
+                # it turns off) are no news; of those that came with it (a light turned
+                # on), only what people ask about, said as it is now.
+                if new is None or (switched and old is None and key not in _FACTS):
+                    continue
+                parts.append(
+                    f"{_FACTS[key]} {attribute_value(key, new)}"
+                    if switched and old is None
+                    else _attribute(key, old, new)
+                )
             sentences.append(f"{change.get('name') or change['entity_id']}: {', '.join(parts)}.")
         if not changes:
             # HA's intents report no states: one it ran may change its device a moment later.
