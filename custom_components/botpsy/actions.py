@@ -104,12 +104,12 @@ _CONTENT_FIELDS = (
 )  # fmt: skip
 
 
-async def _async_state_said(hass: HomeAssistant, state: State) -> str | None:
-    """The state as HA's own frontend says it ("open" for a window sensor's "on"), from
-    HA's translations of the entity's domain and device class; None where it has none or
-    it says the same."""
+async def async_state_said(hass: HomeAssistant, state: State, language: str | None = None) -> str | None:
+    """The state as HA's own frontend says it in `language` (HA's by default): "open"
+    for a window sensor's "on", from HA's translations of the entity's domain and device
+    class; None where it has none or it says the same."""
     translations = await translation.async_get_translations(
-        hass, hass.config.language, "entity_component", [state.domain]
+        hass, language or hass.config.language, "entity_component", [state.domain]
     )
     device_class = state.attributes.get("device_class") or "_"
     key = f"component.{state.domain}.entity_component.{device_class}.state.{state.state}"
@@ -215,8 +215,9 @@ async def _async_check_item(hass: HomeAssistant, call: ValidCall, context: Conte
         raise CallRejectedError(f"{call.data.get('item')!r} is not on {name}")
 
 
-async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> CallResult:
-    """Check and run `call`; the result says what changed, or why nothing ran."""
+async def async_run(hass: HomeAssistant, call: ValidCall, context: Context, language: str | None = None) -> CallResult:
+    """Check and run `call`; the result says what changed, or why nothing ran (a state
+    read, in `language`'s words too)."""
     result = CallResult(call.tool.name, call.arguments, executed=False)
     if (existing := hass.states.get(call.entity_id)) is not None:
         result.target_name = existing.name
@@ -232,7 +233,7 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context) -> C
         result.state = live_state(hass, call.entity_id)
         if result.state is not None:
             result.state |= await async_contents(hass, call.entity_id, context)
-            if said := await _async_state_said(hass, before):
+            if said := await async_state_said(hass, before, language):
                 result.state["state_said"] = said
         return result
     changed = asyncio.Event()

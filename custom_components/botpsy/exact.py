@@ -19,8 +19,10 @@ action, each as exactly, do they run together.
 
 from __future__ import annotations
 
+from homeassistant.components import conversation
+from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
-from homeassistant.helpers import llm
+from homeassistant.helpers import intent, llm
 
 from .core.formats import ToolCall
 from .core.tools import ACTION
@@ -126,3 +128,39 @@ def _verb_of(part: str, reading: Recognized) -> str:
     found = [folded.find(text.casefold()) for slot in _VERB_BEFORE if (text := reading.texts.get(slot, "").strip())]
     starts = [i for i in found if i > 0]
     return part[: min(starts)].strip() if starts else ""
+
+
+async def async_exact_answer(
+    hass: HomeAssistant,
+    chat_log: conversation.ChatLog,
+    utterance: str,
+    language: str,
+    recognized: Recognized | None,
+    llm_context: llm.LLMContext | None,
+    context: Context,
+) -> str | None:
+    """HA's own answer to a question its sentences read exactly ("is the kitchen window
+    open?", "how many lights are on?", the weather): its intents that only read, handled
+    as the Assist pipeline handles them locally, and said in the request's language with
+    HA's own responses. None where HA reads no question or cannot answer it."""
+    if recognized is None or recognized.intent not in QUESTION_INTENTS:
+        return None
+    agent = get_agent_manager(hass).default_agent
+    if agent is None:
+        return None
+    user_input = conversation.ConversationInput(
+        text=utterance,
+        context=context,
+        conversation_id=chat_log.conversation_id,
+        device_id=llm_context.device_id if llm_context else None,
+        satellite_id=None,
+        language=language,
+        agent_id=conversation.HOME_ASSISTANT_AGENT,
+    )
+    response = await agent.async_handle_intents(
+        user_input, chat_log, intent_filter=lambda result: result.intent.name not in QUESTION_INTENTS
+    )
+    if response is None or response.response_type is intent.IntentResponseType.ERROR:
+        return None
+    speech = str(response.speech.get("plain", {}).get("speech") or "").strip()
+    return speech or None

@@ -13,7 +13,7 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 import probatio
 
-from .actions import async_run, live_state
+from .actions import async_run, async_state_said, live_state
 from .const import DOMAIN
 from .core.formats import ToolCall
 from .core.home import Home
@@ -67,11 +67,17 @@ class CompiledTool(llm.Tool):
             return llm.ToolResult({"name": self.name, "executed": True, "entities": found})  # type: ignore[dict-item]
         if self.name == GET_AREA_STATE:
             area = str(call.data["area"])
-            states = [live_state(hass, e.entity_id) for e in self.home.entities if e.area == area]
-            data = {"name": self.name, "executed": True, "area": area, "entities": [s for s in states if s]}
+            entities = []
+            for entity in self.home.entities:
+                if entity.area != area or (state := hass.states.get(entity.entity_id)) is None:
+                    continue
+                if (live := live_state(hass, entity.entity_id)) is not None:
+                    said = await async_state_said(hass, state, llm_context.language)
+                    entities.append(live | {"state_said": said} if said else live)
+            data = {"name": self.name, "executed": True, "area": area, "entities": entities}
             return llm.ToolResult(data)  # type: ignore[arg-type]
         assert llm_context.context is not None
-        result = await async_run(hass, call, llm_context.context)
+        result = await async_run(hass, call, llm_context.context, llm_context.language)
         return llm.ToolResult(result.as_dict(), error=result.error is not None)
 
 

@@ -25,7 +25,9 @@ from .language import SAID_BY
 # A light's brightness or color said as HA's HassLightSet says it.
 _LIGHT_SET = {"brightness": "brightness", "brightness_pct": "brightness", "rgb_color": "color", "color_name": "color"}
 # Attributes a question is usually about, said with HA's translation of their name.
-_FACTS = ("current_temperature", "temperature", "current_position", "brightness", "percentage", "volume_level")
+_FACTS = (
+    "current_temperature", "temperature", "current_position", "brightness", "percentage", "volume_level", "media_title",
+)  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -51,7 +51,7 @@ from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
-from .exact import async_exact_request
+from .exact import async_exact_answer, async_exact_request
 from .generation import Generation, async_say, engine_failure
 from .language import Recognized, async_recognize, chat_language, read_in_language, reads_english
 from .phrases import Phrases, async_phrases
@@ -101,7 +101,14 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         if prefer_local
         else None
     )
-    reply = None if exact else scope.early_answer()
+    # A question HA's sentences read exactly gets HA's own answer (see `exact`).
+    reply = (
+        await async_exact_answer(agent.hass, chat_log, utterance, language, recognized, llm_context, _context(chat_log))
+        if prefer_local and not exact
+        else None
+    )
+    if reply is None and not exact:
+        reply = scope.early_answer()
     if reply is None and not exact and (holder := scope.holder_asked_about()) is not None:
         reply = await _async_read_contents(agent, chat_log, scope, holder)
     if reply is None:

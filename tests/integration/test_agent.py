@@ -536,10 +536,10 @@ async def test_a_repeated_call_is_not_run_again(hass: HomeAssistant, agent: Mock
     assert speech == "Sorry, I could not finish that request."
 
 
-async def test_a_question_never_acts(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+async def test_a_question_never_acts(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
     """Asked whether a light is on, a model that switches it is not obeyed; it may read."""
     switch_on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
-    engine = script(agent, switch_on, switch_on)
+    engine = script(model_agent, switch_on, switch_on)
     before = hass.states.get("light.bed_light").state  # type: ignore[union-attr]
     speech, conversation_id = await ask(hass, "Is the bed light on?")
     assert hass.states.get("light.bed_light").state == before  # type: ignore[union-attr]
@@ -548,11 +548,26 @@ async def test_a_question_never_acts(hass: HomeAssistant, agent: MockConfigEntry
     assert "get-state" in (engine.requests[0].grammar or "")
     assert speech == "Sorry, I could not finish that request."
     read = XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"}))
-    engine = script(agent, read, "The bed light is on.")
+    engine = script(model_agent, read, "The bed light is on.")
     speech, conversation_id = await ask(hass, "Is the bed light on?")
     # Answered with what was read, not with what the model might make of it.
     assert speech == "Bed Light is off."
     assert len(engine.requests) == 1
+
+
+async def test_a_question_has_sentences_read_gets_has_answer(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A question HA's sentences read exactly is answered by HA's own intents (which only
+    read), in HA's words, without the model; one they do not read goes to the model."""
+    engine = script(agent, "It is sunny.")
+    devices = ("light", "switch", "fan", "cover", "lock", "climate", "media_player")
+    before = {s.entity_id: s.state for s in hass.states.async_all(devices)}
+    assert (await ask(hass, "Is the bed light on?"))[0] == "No, off"
+    assert (await ask(hass, "Are the kitchen lights on?"))[0] == "Yes"
+    assert (await ask(hass, "What is the temperature of the Ecobee?"))[0] == "23 degrees"
+    assert engine.requests == []
+    assert (await ask(hass, "Will I need an umbrella today?"))[0] == "It is sunny."
+    assert len(engine.requests) == 1
+    assert {s.entity_id: s.state for s in hass.states.async_all(devices)} == before
 
 
 async def test_a_device_the_home_lacks_is_not_replaced_by_another(hass: HomeAssistant, agent: MockConfigEntry) -> None:

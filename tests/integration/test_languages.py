@@ -35,10 +35,11 @@ async def ask(hass: HomeAssistant, text: str, language: str, conversation_id: st
 
 
 async def test_a_french_question_never_acts_and_is_answered_in_french(
-    hass: HomeAssistant, agent: MockConfigEntry
+    hass: HomeAssistant, model_agent: MockConfigEntry
 ) -> None:
     """HA's French sentences know "est-ce que … est allumée": a question, whatever the model
     writes; what it reads is said with HA's French words."""
+    agent = model_agent
     switch_on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
     engine = script(agent, switch_on, switch_on)
     speech, conversation_id = await ask(hass, "Est-ce que Bed Light est allumée ?", "fr")
@@ -50,6 +51,16 @@ async def test_a_french_question_never_acts_and_is_answered_in_french(
     script(agent, read)
     speech, _conversation_id = await ask(hass, "Quelle est la température de Hvac ?", "fr")
     assert speech.startswith("Hvac: ") and "température actuelle" in speech, speech
+
+
+async def test_a_french_question_has_sentences_read_gets_has_french_answer(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """Where HA's French sentences read the question, HA's own intents answer it, in French."""
+    engine = script(agent)
+    assert (await ask(hass, "Est-ce que Bed Light est allumée ?", "fr"))[0] == "Non"
+    assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
+    assert engine.requests == []
 
 
 async def test_an_unlock_asked_in_french_waits_for_oui(hass: HomeAssistant, agent: MockConfigEntry) -> None:
