@@ -34,16 +34,16 @@ SCHEMA = probatio.Schema(
 
 
 def _agent(hass: HomeAssistant, entity_id: str) -> BotPsyConversationEntity:
-    """The BotPsy agent entity, or a clear error."""
-    # The platform module imports the integration's package, which registers these services.
-    from .conversation import BotPsyConversationEntity
-
+    """The BotPsy agent entity, or a clear error: a conversation entity of this
+    integration's platform (its class is not imported here: the platform module imports
+    the integration's package, which registers these services)."""
     entity = hass.data["entity_components"]["conversation"].get_entity(entity_id)
-    if not isinstance(entity, BotPsyConversationEntity):
+    platform = getattr(entity, "platform", None)
+    if entity is None or platform is None or platform.platform_name != DOMAIN:
         raise ServiceValidationError(
             translation_domain=DOMAIN, translation_key="not_an_agent", translation_placeholders={"entity_id": entity_id}
         )
-    return entity
+    return cast("BotPsyConversationEntity", entity)
 
 
 def _turn_results(hass: HomeAssistant, conversation_id: str) -> list[dict[str, Any]]:
