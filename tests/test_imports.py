@@ -1,0 +1,83 @@
+"""The integration's modules import each other without a circle, and at the top.
+
+An import inside a function is how a circle is usually dodged; one under TYPE_CHECKING
+(for annotations only) runs nothing and is allowed. A submodule's import of its package
+(`from . import BotPsyConfigEntry`, as HA's integrations do) is Python's own order, not
+a circle of ours: the package is left out of the graph as an importer.
+"""
+
+from __future__ import annotations
+
+import ast
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "custom_components" / "botpsy"
+NAME = "custom_components.botpsy"
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        modules[".".join((NAME, *parts))] = path
+    return modules
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, path: Path) -> list[str]:
+    """The modules of this package an import statement names (relative ones resolved)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+    return [base, *(f"{base}.{a.name}" for a in node.names)]
+
+
+def _imports(modules: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
+    """Each module's top-level imports of the package's modules, and every import made
+    inside a function (as "module -> imported")."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    inside: list[str] = []
+
+    def visit(node: ast.AST, module: str, path: Path, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                for name in _imported(child, module, path):
+                    if name in modules and name != module:
+                        if in_function:
+                            inside.append(f"{module} -> {name}")
+                        elif module != NAME:
+                            graph[module].add(name)
+            function = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            visit(child, module, path, in_function or function)
+
+    for module, path in modules.items():
+        visit(ast.parse(path.read_text()), module, path, False)
+    return graph, inside
+
+
+def test_the_modules_import_each_other_without_a_circle() -> None:
+    graph, _ = _imports(_modules())
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as err:
+        raise AssertionError(f"import circle: {' -> '.join(err.args[1])}") from None
+
+
+def test_no_module_imports_inside_a_function() -> None:
+    _, inside = _imports(_modules())
+    assert inside == []
+
+
+def test_the_check_sees_a_circle(tmp_path: Path) -> None:
+    """The check itself: two modules that import each other are a circle."""
+    (tmp_path / "a.py").write_text("from . import b\n")
+    (tmp_path / "b.py").write_text("from .a import thing\n")
+    modules = {f"{NAME}.a": tmp_path / "a.py", f"{NAME}.b": tmp_path / "b.py"}
+    graph, _ = _imports(modules)
+    assert graph == {f"{NAME}.a": {f"{NAME}.b"}, f"{NAME}.b": {f"{NAME}.a"}}
