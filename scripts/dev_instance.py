@@ -114,7 +114,8 @@ async def flow_step(
 
 async def dev_model(spec: str | None) -> str:
     """The GGUF `spec` names (None: the default instruct stand-in), assembled on first use."""
-    from scripts.models import DEFAULT_MODEL, ModelError, resolve
+    # Local: run as a file, the repo is importable only once main() has put it on sys.path.
+    from scripts.models import DEFAULT_MODEL, ModelError, resolve  # noqa: PLC0415
 
     say(f"model: {spec or DEFAULT_MODEL}")
     try:
@@ -130,8 +131,9 @@ async def entries(session: aiohttp.ClientSession, headers: dict[str, str]) -> li
 
 
 async def botpsy_downloadable(session: aiohttp.ClientSession) -> bool:
-    from custom_components.botpsy.const import DEFAULT_HF_FILE, DEFAULT_HF_REPO
-    from custom_components.botpsy.core.download import DownloadError, async_resolve, hf_url
+    # Local: run as a file, the repo is importable only once main() has put it on sys.path.
+    from custom_components.botpsy.const import DEFAULT_HF_FILE, DEFAULT_HF_REPO  # noqa: PLC0415
+    from custom_components.botpsy.core.download import DownloadError, async_resolve, hf_url  # noqa: PLC0415
 
     try:
         await async_resolve(session, hf_url(DEFAULT_HF_REPO, DEFAULT_HF_FILE))

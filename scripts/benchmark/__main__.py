@@ -24,11 +24,17 @@ import tempfile
 import time
 from typing import Any, Literal
 
+from homeassistant.const import __version__ as ha_version
+
 from custom_components.botpsy.const import CONF_N_BATCH, CONF_N_CTX, CONF_N_THREADS
 from custom_components.botpsy.core.chat_template import fallback_template
 from custom_components.botpsy.core.embedded import EmbeddedOptions
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from scripts.evaluation.agents import async_botpsy_agent
+from scripts.evaluation.fixtures import home_from_mapping
+from scripts.evaluation.home_loader import async_load_home, eval_hass
 from scripts.models import DEFAULT_MODEL, GEMMA, ModelError, resolve
+from tests.tiny_gguf import write_tiny_model
 
 from . import report as reports
 from .e2e import (
@@ -68,10 +74,6 @@ async def home_with_agent(
     mapping: dict[str, Any], model: Path | None, server: str | None, threads: int, force_call: bool = False
 ) -> AsyncIterator[AgentBench]:
     """A fresh Home Assistant with `mapping` loaded and BotPsy's agent on the model or server."""
-    from scripts.evaluation.agents import async_botpsy_agent
-    from scripts.evaluation.fixtures import home_from_mapping
-    from scripts.evaluation.home_loader import async_load_home, eval_hass
-
     fixture = home_from_mapping(mapping)
     with tempfile.TemporaryDirectory(prefix="botpsy-bench-") as config_dir:
         async with eval_hass(Path(config_dir)) as hass:
@@ -164,9 +166,6 @@ async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args
     """The warm request on the demo home with a plain transformer (tiny Qwen3), a sliding-window
     model (gemma-3-270m: the main run's figures when it is the benchmarked model) and a hybrid
     recurrent one (tiny Qwen3.5)."""
-    from scripts.evaluation.agents import async_botpsy_agent
-    from tests.tiny_gguf import write_tiny_model
-
     found: dict[str, Any] = {}
     swa_model = resolve(GEMMA)
     with tempfile.TemporaryDirectory(prefix="botpsy-bench-models-") as folder:
@@ -264,8 +263,6 @@ async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    from homeassistant.const import __version__ as ha_version
-
     started = time.monotonic()
     model = resolve(args.model)
     meta = read_gguf_metadata(str(model))

@@ -292,7 +292,8 @@ def mix_section(mix: dict[str, Any]) -> list[str]:
 def plots(report: dict[str, Any], out: Path) -> list[Path]:
     """breakdown.png (where a warm request's time goes), scaling.png (by home size) and
     mix.png (the realistic mix's latencies), for the parts the run has."""
-    import matplotlib
+    # matplotlib (heavy) is imported only when plots are drawn, not with the report's text.
+    import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
 
@@ -315,7 +316,8 @@ def plots(report: dict[str, Any], out: Path) -> list[Path]:
 
 def _save(fig: Any, path: Path) -> Path:
     """Write a finished figure to `path` (and free it)."""
-    import matplotlib.pyplot as plt
+    # Heavy, only when plotting (after plots() has chosen the Agg backend).
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -324,7 +326,8 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def _breakdown_plot(report: dict[str, Any], bars: dict[str, dict[str, Any]], out: Path) -> Path:
-    import matplotlib.pyplot as plt
+    # Heavy, only when plotting (after plots() has chosen the Agg backend).
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(10, 1.2 + 0.9 * len(bars)))
     names = list(bars)
@@ -341,7 +344,8 @@ def _breakdown_plot(report: dict[str, Any], bars: dict[str, dict[str, Any]], out
 
 
 def _scaling_plot(report: dict[str, Any], scaling: dict[str, Any], out: Path) -> Path:
-    import matplotlib.pyplot as plt
+    # Heavy, only when plotting (after plots() has chosen the Agg backend).
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     sizes = [int(n) for n in scaling]
     fig, axes = plt.subplots(2, 2, figsize=(9, 6))
@@ -367,7 +371,8 @@ def _scaling_plot(report: dict[str, Any], scaling: dict[str, Any], out: Path) ->
 
 def _mix_plot(report: dict[str, Any], mix: dict[str, Any], sizes: list[str], out: Path) -> Path:
     """mix.png: the share of the mix's requests done within a time, by home, with the goals."""
-    import matplotlib.pyplot as plt
+    # Heavy, only when plotting (after plots() has chosen the Agg backend).
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for n in sizes:

@@ -29,6 +29,7 @@ from homeassistant.components.homeassistant.exposed_entities import async_expose
 from homeassistant.config_entries import ConfigEntry, ConfigEntryState
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers import device_registry as dr, entity_registry as er, frame
+from homeassistant.helpers.entity_component import DATA_INSTANCES
 from homeassistant.helpers.json import json_dumps
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_test_home_assistant
@@ -239,8 +240,6 @@ class LoadedHome:
 
 
 def _script_entity(hass: HomeAssistant, entity_id: str) -> Any:
-    from homeassistant.helpers.entity_component import DATA_INSTANCES
-
     component = hass.data.get(DATA_INSTANCES, {}).get("script")
     return component.get_entity(entity_id) if component is not None else None
 
@@ -372,7 +371,8 @@ def _register_static(hass: HomeAssistant, home: LoadedHome, entity: EntityFixtur
 
 def _place(hass: HomeAssistant, home: LoadedHome, entity_id: str, entity: EntityFixture) -> None:
     """Area and aliases in the entity registry (by the integration's helper)."""
-    from custom_components.botpsy_eval_home.home import async_place_entity
+    # Local: importable only once eval_hass has put HOMES_DIR on sys.path (ensure_homes_on_path).
+    from custom_components.botpsy_eval_home.home import async_place_entity  # noqa: PLC0415
 
     async_place_entity(hass, home.runtime, entity_id, entity)
 

@@ -178,10 +178,11 @@ def markdown(report: dict[str, Any]) -> str:
 
 def chart(report: dict[str, Any], path: Path) -> None:
     """Scores per category, the agent beside HA's built-in one."""
-    import matplotlib
+    # matplotlib (heavy) only for the chart; pyplot only once the Agg backend is chosen.
+    import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     categories = ["all", *report["categories"]]
     ours = [report["summary"]["score"], *(v["score"] for v in report["categories"].values())]

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from custom_components.botpsy.core.engine import GenerateRequest, Timings
+from scripts.benchmark.e2e import Sample
 from scripts.benchmark.homes import generated_mapping
 from scripts.benchmark.mix import (
     ACT,
@@ -28,6 +30,7 @@ from scripts.benchmark.mix import (
     percentile,
     says,
 )
+from scripts.benchmark.probe import Execution, Generation
 from scripts.benchmark.report import markdown, plots, summary
 
 
@@ -263,10 +266,6 @@ class FakeBench:
         return 0.0
 
     async def async_ask(self, text: str, *, probe: bool = False) -> Any:
-        from custom_components.botpsy.core.engine import GenerateRequest, Timings
-        from scripts.benchmark.e2e import Sample
-        from scripts.benchmark.probe import Execution, Generation
-
         self.asked.append(text)
         timings = Timings(
             prompt_tokens=300,

@@ -9,6 +9,7 @@ import platform
 from packaging.tags import Tag, parse_tag
 import pytest
 
+from custom_components.botpsy.core import worker
 from custom_components.botpsy.core.engine_package import (
     ENGINE_BUILDS,
     LLAMA_CPP_PYTHON_VERSION,
@@ -108,6 +109,4 @@ def test_worker_names_the_cpu_backend_it_loaded() -> None:
     """scripts/setup's build has the CPU backend linked in: nothing to load, its library named.
 
     (The musl builds' variant selection runs in scripts/test-engine.)"""
-    from custom_components.botpsy.core import worker
-
     assert worker.load_cpu_backend().startswith("libggml-cpu.so")

@@ -22,6 +22,7 @@ from custom_components.botpsy.core.formats import (
     ToolCall,
     detect_format,
 )
+from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
 from custom_components.botpsy.core.grammar import (
     MAX_CALLS,
     MAX_SPAN_WORDS,
@@ -302,8 +303,6 @@ def test_integer_ranges_are_exact(checker: GrammarChecker, low: int, span: int, 
 
 
 def test_format_follows_the_chat_template(tiny_model: Path) -> None:
-    from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
-
     assert detect_format(read_gguf_metadata(tiny_model).chat_template).name == "qwen_xml"
     assert detect_format("{{ '<tool_call>' }}{{ tool_call | tojson }}").name == "hermes_json"
     assert detect_format("<start_function_call>").name == "gemma"

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from custom_components.botpsy.core.policy import (
+    NOTHING_NAMED,
     is_confirmation,
     is_correction,
     is_question,
     is_refusal,
     is_undo,
     needs_confirmation,
+    reply_to_nothing,
 )
 
 
@@ -104,8 +106,6 @@ def test_an_alarm_is_disarmed_or_triggered_only_after_a_yes() -> None:
 
 
 def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
-    from custom_components.botpsy.core.policy import NOTHING_NAMED, reply_to_nothing
-
     assert reply_to_nothing("Thank you!") == "You're welcome."
     assert reply_to_nothing("good night") == "Good night!"
     assert reply_to_nothing("Tell me a joke") == NOTHING_NAMED

@@ -6,15 +6,19 @@ from __future__ import annotations
 from datetime import datetime
 import json
 
-from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.home import Entity, Home
 from custom_components.botpsy.core.prompt import (
     DeviceLines,
     clock_line,
     device_line,
     first_turn,
+    intent_examples,
     later_turn,
     tool_examples,
 )
+from custom_components.botpsy.core.tools import Tool, compile_tools
+
+from .sample_home import sample_home
 
 
 def test_a_device_line_drops_what_it_would_repeat() -> None:
@@ -73,10 +77,6 @@ def test_a_changed_line_moves_to_the_end_of_the_block() -> None:
 
 
 def test_examples_use_the_homes_own_devices_and_only_arguments_they_take() -> None:
-    from custom_components.botpsy.core.tools import compile_tools
-
-    from .sample_home import sample_home
-
     home = sample_home()
     lines = tool_examples(compile_tools(home), home)
     dim = next(line for line in lines if line.startswith("dim "))
@@ -92,9 +92,6 @@ def test_examples_use_the_homes_own_devices_and_only_arguments_they_take() -> No
 
 
 def test_intent_examples_name_the_homes_devices_with_arguments_the_tool_takes() -> None:
-    from custom_components.botpsy.core.home import Home
-    from custom_components.botpsy.core.prompt import intent_examples
-
     home = Home(
         (
             Entity("lock.front", "Front Door"),
@@ -115,9 +112,6 @@ def test_intent_examples_name_the_homes_devices_with_arguments_the_tool_takes() 
 def test_a_vacuum_is_shown_started_beside_sent_to_its_dock() -> None:
     """With only "send back to its dock" shown, the 0.5B answered "clean the first floor"
     with return_to_base."""
-    from custom_components.botpsy.core.home import Home
-    from custom_components.botpsy.core.tools import Tool
-
     home = Home((Entity("vacuum.rover", "Rover"),), ())
     tools = [Tool("vacuum", "", service, {"vacuum.rover": ()}) for service in ("start", "return_to_base")]
     assert [line.partition(" -> ")[0] for line in tool_examples(tools, home)] == [
@@ -130,9 +124,6 @@ def test_the_last_song_is_shown_as_the_previous_one() -> None:
     """With "play the previous song" shown (the action's name says as much), the 0.5B
     answered "replay the last track" and "play the last song again" with
     media_next_track."""
-    from custom_components.botpsy.core.home import Home
-    from custom_components.botpsy.core.tools import Tool
-
     home = Home((Entity("media_player.tv", "TV"),), ())
     tools = [Tool("media_player", "", "media_previous_track", {"media_player.tv": ()})]
     lines = tool_examples(tools, home)

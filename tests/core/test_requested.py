@@ -8,7 +8,7 @@ import re
 import pytest
 
 from custom_components.botpsy.core.home import Entity
-from custom_components.botpsy.core.requested import NAMES_NOTHING, by_verb, named_in
+from custom_components.botpsy.core.requested import NAMES_NOTHING, _mentions, by_verb, named_in
 from custom_components.botpsy.core.shortlist import restrict
 from custom_components.botpsy.core.tools import Tool
 
@@ -189,7 +189,6 @@ def test_a_gate_is_a_gate_not_any_lock() -> None:
 def test_a_name_is_found_as_its_pattern_finds_it(phrase: str) -> None:
     """Names are ruled out by their words before a pattern is searched: never one that the
     pattern (the words, singular or plural) would find."""
-    from custom_components.botpsy.core.requested import _mentions
 
     def pattern(words: str) -> str:
         return r"\s+".join(re.escape(w[:-1] if w.endswith("s") and len(w) > 3 else w) + "s?" for w in words.split())

@@ -10,12 +10,14 @@ from homeassistant.helpers.llm import DEFAULT_INSTRUCTIONS_PROMPT
 import pytest
 
 from custom_components.botpsy.core.chat_template import ChatTemplate
-from custom_components.botpsy.core.home import Home, ServiceSpec
+from custom_components.botpsy.core.home import Entity, Home, ServiceSpec
 from custom_components.botpsy.core.tools import (
     EXCLUSIVE_FIELDS,
     FIND_ENTITIES,
     GET_AREA_STATE,
     GET_STATE,
+    MEDIA_QUERY,
+    SEARCH_AND_PLAY,
     SKIPPED_FIELDS,
     Param,
     _param,
@@ -122,9 +124,6 @@ def test_prompt_prefix_stays_small_and_stable(count: int) -> None:
 
 def test_players_that_search_get_one_play_action() -> None:
     """'Play X on Y' is one call: the player's search, then its first find played."""
-    from custom_components.botpsy.core.home import Entity, ServiceSpec
-    from custom_components.botpsy.core.tools import MEDIA_QUERY, SEARCH_AND_PLAY
-
     home = sample_home()
     searching = Entity("media_player.kitchen", "Kitchen speaker", "idle", supported_features=512 | 4194304)
     services = (*home.services, ServiceSpec("media_player", "play_media"), ServiceSpec("media_player", "search_media"))

@@ -15,6 +15,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from custom_components.botpsy.core.formats import ToolCall
 
 from .scripted import XML, script
+from .test_agent import device_states
 
 
 async def run_text(hass: HomeAssistant, text: str, *, prefer_local: bool) -> dict[str, Any]:
@@ -128,8 +129,6 @@ async def test_reply_streams_into_the_pipeline(hass: HomeAssistant, agent: MockC
 
 async def test_real_model_through_pipeline_process_and_plan(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """Real llama.cpp on the tiny model: whatever it does is valid, and reported as it happened."""
-    from .test_agent import device_states
-
     before = device_states(hass)
     plan = await hass.services.async_call(
         "botpsy", "plan", {"entity_id": "conversation.botpsy", "text": "Turn off the kitchen lights"},
