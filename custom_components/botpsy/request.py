@@ -151,12 +151,7 @@ class Scope:
         recognized: Recognized | None = None,
     ) -> Scope:
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
-        recent = [
-            str(call.tool_args.get("entity_id"))
-            for content in chat_log.content
-            if isinstance(content, conversation.AssistantContent)
-            for call in content.tool_calls or ()
-        ]
+        recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # A follow-up ("and the other one?") is about what the last turns named too.
         earlier = [c.content for c in chat_log.content if isinstance(c, conversation.UserContent)][-3:-1]
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
@@ -307,14 +302,28 @@ def _the_other(toolbox: Toolbox, named: Named, recent: list[str]) -> Named | Non
     return Named(frozenset({left[0].entity_id}), frozenset(), frozenset(), ()) if len(left) == 1 else None
 
 
+def _devices_of(content: conversation.Content) -> list[str]:
+    """The devices one entry of the chat log is about: those BotPsy's calls name, and
+    those an HA intent's result (its own answer, or an Assist tool's) says it matched,
+    which its call names only by name or area."""
+    if isinstance(content, conversation.AssistantContent):
+        return [str(c.tool_args["entity_id"]) for c in content.tool_calls or () if "entity_id" in c.tool_args]
+    if isinstance(content, conversation.ToolResultContent) and isinstance(result := content.result.data, dict):
+        data = result.get("data")
+        if result.get("response_type") in ("action_done", "query_answer") and isinstance(data, dict):
+            success = data.get("success")
+            targets = success if isinstance(success, list) else []
+            return [str(t["id"]) for t in targets if isinstance(t, dict) and t.get("type") == "entity"]
+    return []
+
+
 def _targets_of_turn(chat_log: conversation.ChatLog) -> set[str]:
     """The devices the calls of the chat log's last turn were about."""
     targets: set[str] = set()
     for content in reversed(chat_log.content):
         if isinstance(content, conversation.UserContent):
             break
-        if isinstance(content, conversation.AssistantContent):
-            targets |= {str(c.tool_args["entity_id"]) for c in content.tool_calls or () if "entity_id" in c.tool_args}
+        targets.update(_devices_of(content))
     return targets
 
 

@@ -555,6 +555,18 @@ async def test_a_question_never_acts(hass: HomeAssistant, model_agent: MockConfi
     assert len(engine.requests) == 1
 
 
+async def test_a_follow_up_to_has_answer_is_about_its_device(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """After HA's own answer ("Is the bed light on?" "No, off"), "then turn it on" is
+    about the device HA's answer was about, though HA's call named it only by name."""
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"})))
+    speech, conversation_id = await ask(hass, "Is the bed light on?")
+    assert speech == "No, off"
+    speech, _ = await ask(hass, "Then turn it on", conversation_id)
+    assert speech.startswith("Bed Light: off → on")
+    assert len(engine.requests) == 1
+    assert "light-turn-on" in (engine.requests[0].grammar or "")
+
+
 async def test_a_question_has_sentences_read_gets_has_answer(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """A question HA's sentences read exactly is answered by HA's own intents (which only
     read), in HA's words, without the model; one they do not read goes to the model."""
