@@ -400,8 +400,9 @@ async def _async_rounds(
                 # rest of a request for several things.
                 must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
                 # A request for one thing is one call (one for every device that fits is
-                # spread over them): a small model otherwise writes it again and again.
-                one_call=scope.english and not (named.several or scope.question),
+                # spread over them), in any language: a small model otherwise writes it
+                # again and again, or reads every area instead of acting.
+                one_call=not (named.several or scope.question),
             )
             # After a failed action, text is held back: it could claim what did not happen.
             # The last round allows no calls: those the model still writes are not run.

@@ -137,3 +137,12 @@ async def test_the_agent_offers_the_languages_it_was_measured_in(hass: HomeAssis
     """HA offers the agent to voice assistants of these languages only (no more "*")."""
     entity = hass.data[conversation.const.DATA_COMPONENT].get_entity("conversation.botpsy")
     assert entity is not None and entity.supported_languages == ["en", "de", "fr", "es"]
+
+
+async def test_a_french_request_for_one_thing_is_one_call(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
+    """As in English, the grammar of a request for one device allows one call: a small
+    model otherwise reads area after area instead of acting."""
+    engine = script(model_agent, XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"})))
+    await ask(hass, "Allume Bed Light", "fr")
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    assert 'calls ::= call ( "\\n" call ){0,0}' in (engine.requests[0].grammar or "")
