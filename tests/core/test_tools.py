@@ -12,6 +12,7 @@ import pytest
 from custom_components.botpsy.core.chat_template import ChatTemplate
 from custom_components.botpsy.core.home import Entity, Home, ServiceSpec
 from custom_components.botpsy.core.tools import (
+    AT_LEAST_ONE,
     EXCLUSIVE_FIELDS,
     FIND_ENTITIES,
     GET_AREA_STATE,
@@ -147,7 +148,14 @@ def _targets_by_definition(service: ServiceSpec, home: Home) -> dict[str, tuple[
         fields = [f for f in service.fields if f.name not in SKIPPED_FIELDS and f.applies_to(entity)]
         params = [(f, _param(f, entity)) for f in fields]
         if all(p is not None or not f.required for f, p in params):
-            targets[entity.entity_id] = tuple(replace(p, group=groups.get(f.name)) for f, p in params if p is not None)
+            offered = tuple(replace(p, group=groups.get(f.name)) for f, p in params if p is not None)
+            # Of "at least one of" alternatives, the only one the entity is offered is required.
+            names = {p.name for p in offered}
+            alternatives = AT_LEAST_ONE.get((service.domain, service.service), ())
+            some = [a for a in alternatives if names & set(a)]
+            if len(some) == 1 and set(some[0]) <= names:
+                offered = tuple(replace(p, required=True) if p.name in some[0] else p for p in offered)
+            targets[entity.entity_id] = offered
     return targets
 
 
@@ -189,3 +197,12 @@ def test_targets_and_arguments_are_those_of_each_entity_in_a_big_home() -> None:
     source = next(t for t in tools if t.key == "media_player.select_source")
     assert source.targets["media_player.zz"][0].options == ("HDMI 2", "HDMI 2")  # as the entity lists them
     assert source.params()[0].options == ("Radio", "Spotify", "HDMI 2")
+
+
+def test_a_thermostat_is_set_to_a_temperature_never_to_its_mode_alone() -> None:
+    """HA refuses set_temperature without a temperature (at least one of its temperature
+    fields): where a thermostat is offered one kind of them, that one is required."""
+    tool = next(t for t in compile_tools(sample_home()) if t.key == "climate.set_temperature")
+    temperatures = [p for params in tool.targets.values() for p in params if p.name == "temperature"]
+    assert temperatures and all(p.required for p in temperatures)
+    assert [p.required for p in tool.params() if p.name == "temperature"] == [True]

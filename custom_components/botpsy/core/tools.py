@@ -56,6 +56,14 @@ EXCLUSIVE_FIELDS = {
         ),
     },
 }  # fmt: skip
+# Services whose schema needs at least one of some fields (HA's cv.has_at_least_one_key,
+# which service descriptions do not state), as alternatives: where an entity is offered
+# the fields of one alternative only, they are required (a thermostat "set to 21" is
+# never a call with its mode alone, which HA refuses).
+AT_LEAST_ONE: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("climate", "set_temperature"): (("temperature",), ("target_temp_low", "target_temp_high")),
+    ("water_heater", "set_temperature"): (("temperature",),),
+}
 # State selectors name an attribute; its possible values are in another attribute.
 _OPTION_LISTS = {
     "effect": "effect_list", "source": "source_list", "sound_mode": "sound_mode_list",
@@ -228,6 +236,14 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
     return None
 
 
+def _required_alternative(params: list[Param], alternatives: tuple[tuple[str, ...], ...] | None) -> tuple[Param, ...]:
+    """`params`, those of the one alternative of `alternatives` they offer made required."""
+    offered = [a for a in alternatives or () if any(p.name in a for p in params)]
+    if len(offered) != 1 or not all(any(p.name == name for p in params) for name in offered[0]):
+        return tuple(params)
+    return tuple(replace(p, required=True) if p.name in offered[0] else p for p in params)
+
+
 # Selectors whose argument depends on the entity (its color temperatures, its options).
 _PER_ENTITY = frozenset({"color_temp", "state"})
 
@@ -236,6 +252,7 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
     """The tool of `service` on `entities` (those of the domains it targets)."""
     targets: dict[str, tuple[Param, ...]] = {}
     groups = EXCLUSIVE_FIELDS.get(service.domain, {})
+    alternatives = AT_LEAST_ONE.get((service.domain, service.service))
     fields = [
         (spec, next(iter(spec.selector), "") in _PER_ENTITY)
         for spec in service.fields
@@ -265,7 +282,7 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
                 continue
             params.append(param)
         if usable:
-            targets[entity.entity_id] = tuple(params)
+            targets[entity.entity_id] = _required_alternative(params, alternatives)
     if not targets:
         return None
     return Tool(
