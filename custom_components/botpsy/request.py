@@ -53,7 +53,14 @@ from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
 from .exact import async_exact_answer, async_exact_request
 from .generation import Generation, async_say, engine_failure
-from .language import Recognized, async_recognize, chat_language, read_in_language, reads_english
+from .language import (
+    Recognized,
+    async_recognize,
+    chat_language,
+    joined_parts,
+    read_in_language,
+    reads_english,
+)
 from .phrases import Phrases, async_phrases
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
@@ -140,6 +147,9 @@ class Scope:
     english: bool = True
     # The wording of the request's language where it is not English (else BotPsy's own).
     phrases: Phrases | None = None
+    # Whether it joins several requests ("X et Y") that BotPsy's word rules cannot tell
+    # apart (another language): the model may write a call for each.
+    joined: bool = False
 
     @classmethod
     def of(
@@ -171,7 +181,8 @@ class Scope:
             # (what it names, and whether it asks); unrecognised, the names said and a
             # question mark.
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
-            return cls(utterance, toolbox, entity_ids, named, question, english=False)
+            joined = len(joined_parts(utterance, language)) > 1
+            return cls(utterance, toolbox, entity_ids, named, question, english=False, joined=joined)
         return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
 
     def early_answer(self) -> str | None:
@@ -402,7 +413,7 @@ async def _async_rounds(
                 # A request for one thing is one call (one for every device that fits is
                 # spread over them), in any language: a small model otherwise writes it
                 # again and again, or reads every area instead of acting.
-                one_call=not (named.several or scope.question),
+                one_call=not (named.several or scope.question or scope.joined),
             )
             # After a failed action, text is held back: it could claim what did not happen.
             # The last round allows no calls: those the model still writes are not run.

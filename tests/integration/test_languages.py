@@ -146,3 +146,12 @@ async def test_a_french_request_for_one_thing_is_one_call(hass: HomeAssistant, m
     await ask(hass, "Allume Bed Light", "fr")
     assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
     assert 'calls ::= call ( "\\n" call ){0,0}' in (engine.requests[0].grammar or "")
+
+
+async def test_a_french_request_joining_two_may_be_two_calls(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
+    """ "X et Y" that BotPsy's word rules cannot read: the model may write a call for each."""
+    bed = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
+    kitchen = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    engine = script(model_agent, f"{bed}\n{kitchen}")
+    await ask(hass, "Allume donc la lampe du lit et éteins la cuisine", "fr")
+    assert 'calls ::= call ( "\\n" call ){0,0}' not in (engine.requests[0].grammar or "")
