@@ -153,7 +153,9 @@ def _targets_by_definition(service: ServiceSpec, home: Home) -> dict[str, tuple[
             names = {p.name for p in offered}
             alternatives = AT_LEAST_ONE.get((service.domain, service.service), ())
             some = [a for a in alternatives if names & set(a)]
-            if len(some) == 1 and set(some[0]) <= names:
+            if alternatives and not any(set(a) <= names for a in some):
+                continue  # a call of none of them is refused: no target
+            if len(some) == 1:
                 offered = tuple(replace(p, required=True) if p.name in some[0] else p for p in offered)
             targets[entity.entity_id] = offered
     return targets

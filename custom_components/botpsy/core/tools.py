@@ -236,12 +236,21 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
     return None
 
 
-def _required_alternative(params: list[Param], alternatives: tuple[tuple[str, ...], ...] | None) -> tuple[Param, ...]:
-    """`params`, those of the one alternative of `alternatives` they offer made required."""
-    offered = [a for a in alternatives or () if any(p.name in a for p in params)]
-    if len(offered) != 1 or not all(any(p.name == name for p in params) for name in offered[0]):
+def _required_alternative(
+    params: list[Param], alternatives: tuple[tuple[str, ...], ...] | None
+) -> tuple[Param, ...] | None:
+    """`params`, those of the one alternative of `alternatives` they offer made required;
+    None where they offer none whole (every call would be refused)."""
+    if not alternatives:
         return tuple(params)
-    return tuple(replace(p, required=True) if p.name in offered[0] else p for p in params)
+    names = {p.name for p in params}
+    offered = [a for a in alternatives if names & set(a)]
+    whole = [a for a in offered if set(a) <= names]
+    if not whole:
+        return None
+    if len(offered) != 1:
+        return tuple(params)
+    return tuple(replace(p, required=True) if p.name in whole[0] else p for p in params)
 
 
 # Selectors whose argument depends on the entity (its color temperatures, its options).
@@ -281,8 +290,8 @@ def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | No
                 usable = usable and not spec.required
                 continue
             params.append(param)
-        if usable:
-            targets[entity.entity_id] = _required_alternative(params, alternatives)
+        if usable and (offered := _required_alternative(params, alternatives)) is not None:
+            targets[entity.entity_id] = offered
     if not targets:
         return None
     return Tool(
