@@ -270,10 +270,12 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context, lang
     return result
 
 
-def intent_successes(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The devices an HA intent's result says it acted on (its `success` entities)."""
+def intent_successes(result: Mapping[str, Any], *, answers: bool = False) -> list[Mapping[str, Any]]:
+    """The devices an HA intent's result says it acted on (its `success` entities), or
+    with `answers` also those an answer to a question was about."""
     data = result.get("data")
-    if result.get("response_type") != "action_done" or not isinstance(data, Mapping):
+    kinds = ("action_done", "query_answer") if answers else ("action_done",)
+    if result.get("response_type") not in kinds or not isinstance(data, Mapping):
         return []
     return [t for t in data.get("success") or () if isinstance(t, Mapping) and t.get("type") == "entity"]
 

@@ -81,7 +81,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         return
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
-    undone = await async_undo(agent.hass, chat_log, _context(chat_log)) if is_correction(utterance) else None
+    context = _context(chat_log)
+    undone = await async_undo(agent.hass, chat_log, context) if is_correction(utterance) else None
     llm_context = chat_log.llm_api.llm_context if chat_log.llm_api else None
     prefer_local = bool(agent.subentry.data.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS))
     # HA's intent matching reads the request where BotPsy's word rules cannot, and where
@@ -92,7 +93,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
             utterance,
             language,
             device_id=llm_context.device_id if llm_context else None,
-            context=_context(chat_log),
+            context=context,
         )
         if prefer_local or not reads_english(language)
         else None
@@ -102,15 +103,13 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     # What HA's own sentences read exactly is done as they read it (see `exact`).
     exact = (
-        await async_exact_request(
-            agent.hass, scope.toolbox, utterance, language, recognized, llm_context, _context(chat_log)
-        )
+        await async_exact_request(agent.hass, scope.toolbox, utterance, language, recognized, llm_context, context)
         if prefer_local
         else None
     )
     # A question HA's sentences read exactly gets HA's own answer (see `exact`).
     reply = (
-        await async_exact_answer(agent.hass, chat_log, utterance, language, recognized, llm_context, _context(chat_log))
+        await async_exact_answer(agent.hass, chat_log, utterance, language, recognized, llm_context, context)
         if prefer_local and not exact
         else None
     )
@@ -320,11 +319,7 @@ def _devices_of(content: conversation.Content) -> list[str]:
     if isinstance(content, conversation.AssistantContent):
         return [str(c.tool_args["entity_id"]) for c in content.tool_calls or () if "entity_id" in c.tool_args]
     if isinstance(content, conversation.ToolResultContent) and isinstance(result := content.result.data, dict):
-        data = result.get("data")
-        if result.get("response_type") in ("action_done", "query_answer") and isinstance(data, dict):
-            success = data.get("success")
-            targets = success if isinstance(success, list) else []
-            return [str(t["id"]) for t in targets if isinstance(t, dict) and t.get("type") == "entity"]
+        return [str(t.get("id")) for t in intent_successes(result, answers=True)]
     return []
 
 
