@@ -37,6 +37,7 @@ from scripts.models import DEFAULT_MODEL, GEMMA, ModelError, resolve
 from tests.tiny_gguf import write_tiny_model
 
 from . import report as reports
+from .concurrency import AT_ONCE, async_concurrency
 from .e2e import (
     EXPECT,
     REQUEST,
@@ -66,7 +67,7 @@ SIZES = (25, 100, 1000)
 SCALING_REQUEST = "Turn off the kitchen ceiling light"
 SCALING_EXPECT = ("light.kitchen_ceiling_light", "off")
 # The parts of a run, for --only ("prefix-reuse" runs on the demo home, so with it).
-SECTIONS = ("demo", "prefix-reuse", "scaling", "mix", "remote", "engine")
+SECTIONS = ("demo", "prefix-reuse", "scaling", "mix", "concurrency", "remote", "engine")
 
 
 @asynccontextmanager
@@ -249,6 +250,14 @@ async def realistic_mix(model: Path, args: argparse.Namespace, context: dict[str
     return found
 
 
+async def concurrency(model: Path | None, server: LlamaServer | None, args: argparse.Namespace) -> dict[str, Any]:
+    """Four requests at once beside one alone (concurrency.async_concurrency), on the demo
+    home, through the embedded engine (`model`) or a llama-server started with as many slots."""
+    url = server.url if server is not None else None
+    async with home_with_agent(DEMO_HOME, model, url, args.threads, args.force_call) as bench:
+        return await async_concurrency(bench, args.runs)
+
+
 async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str, Any]:
     async with home_with_agent(DEMO_HOME, None, server.url, args.threads, args.force_call) as bench:
 
@@ -285,7 +294,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     log = logging.getLogger("bench")
     # Built (once) before anything is measured.
     binary = args.llama_server
-    if binary == SAME_SOURCE and not args.skip_remote:
+    if binary == SAME_SOURCE and not (args.skip_remote and not args.concurrency_remote):
         binary = await asyncio.to_thread(same_source_llama_server)
     report["meta"]["llama_server"] = binary
 
@@ -322,6 +331,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         )
         report["mix"] = await realistic_mix(model, args, context)
 
+    if not args.skip_concurrency:
+        log.warning("Several at once: %d requests together, embedded engine", AT_ONCE)
+        report["concurrency"] = {"embedded": await concurrency(model, None, args)}
+
     # The worker's load options (as the agent's entry has them: those of scripts.evaluation's
     # agent when no embedded home ran), for llama-server and the engine figures.
     options = context.get("engine_options") or {"n_ctx": 8192, "n_batch": 512, "n_threads": args.threads}
@@ -354,6 +367,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         if report.get("warm_latency_s") and remote.get("warm_latency_s"):
             remote["ratio_to_embedded"] = round(remote["warm_latency_s"] / report["warm_latency_s"], 3)
         report["remote"] = remote
+    if args.concurrency_remote:
+        log.warning("Several at once: %d requests together, llama-server with %d slots", AT_ONCE, AT_ONCE)
+        async with llama_server(model, *server_options, parallel=AT_ONCE) as server:
+            report.setdefault("concurrency", {})["remote"] = await concurrency(None, server, args)
 
     if not args.skip_engine:
         log.warning("Engine figures, embedded vs llama-server")
@@ -468,6 +485,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", type=_sizes, default=SIZES, help="scaling's home sizes, e.g. 25,100")
     parser.add_argument("--skip-demo", action="store_true", help="no demo-home figures (cold, warm, floor, follow-up)")
     parser.add_argument("--skip-mix", action="store_true", help="no realistic mix of requests")
+    parser.add_argument("--skip-concurrency", action="store_true", help="no requests at once")
     parser.add_argument(
         "--mix-requests",
         type=int,
@@ -489,6 +507,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"only these parts, e.g. mix or scaling,mix (of {', '.join(SECTIONS)}); the --skip-* of the others",
     )
     args = parser.parse_args(argv)
+    llama_server_wanted = not args.skip_remote
     if args.only:
         if unknown := set(args.only) - set(SECTIONS):
             parser.error(f"--only: unknown part {', '.join(sorted(unknown))} (of {', '.join(SECTIONS)})")
@@ -497,6 +516,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         for part in SECTIONS[1:]:
             name = f"skip_{part.replace('-', '_')}"
             setattr(args, name, getattr(args, name) or part not in wanted)
+    # llama-server's own part, or its side of "concurrency" (unless --skip-remote said none).
+    args.concurrency_remote = not args.skip_concurrency and llama_server_wanted
     if args.mix_requests < 1:
         parser.error("--mix-requests: at least 1")
     return args

@@ -195,6 +195,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += _table(["figure", *sizes], [[k, *(report["scaling"][n].get(k) for n in sizes)] for k in keys])
     if report.get("mix"):
         lines += ["", *mix_section(report["mix"])]
+    if report.get("concurrency"):
+        lines += ["", *concurrency_section(report["concurrency"])]
     engine = report.get("engine") or {}
     if engine:
         lines += ["", "## Engine figures (no Home Assistant): embedded worker vs llama-server", ""]
@@ -207,6 +209,26 @@ def markdown(report: dict[str, Any]) -> str:
     if report.get("caveats"):
         lines += ["", "## Caveats of this run", "", *[f"- {c}" for c in report["caveats"]]]
     return "\n".join([*lines, "", DEFINITIONS])
+
+
+# The last of four requests asked together, against one alone.
+CONCURRENCY_GOAL = 1.5
+
+
+def concurrency_section(found: dict[str, Any]) -> list[str]:
+    """Four requests at once beside one alone, per engine, with the goal."""
+    engines = list(found)
+    keys = list(found[engines[0]])
+    rows = [[k, *(_met(found[e].get(k), CONCURRENCY_GOAL) if k == "ratio" else found[e].get(k) for e in engines)]
+            for k in keys]  # fmt: skip
+    return [
+        "## Several at once (4 conversations asking together, demo home)",
+        "",
+        f"Goal: the last of them done within {CONCURRENCY_GOAL} x a single request (`ratio`). "
+        "Each request needs the model (`model_share`); tokens/s are output tokens over wall time.",
+        "",
+        *_table(["figure", *engines], rows),
+    ]
 
 
 def _met(value: Any, goal: float) -> str:

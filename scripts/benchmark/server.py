@@ -61,6 +61,7 @@ class LlamaServer:
         n_batch: int,
         chat_template: Path | None = None,
         binary: str = "llama-server",
+        parallel: int = 1,
     ) -> None:
         found = shutil.which(binary)
         if found is None:
@@ -69,8 +70,10 @@ class LlamaServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self._command = [
             found, "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-c", str(n_ctx),
-            "-b", str(n_batch), "-ub", str(n_batch), "-np", "1", "-t", str(threads), "--no-webui",
+            "-b", str(n_batch), "-ub", str(n_batch), "-np", str(parallel), "-t", str(threads), "--no-webui",
         ]  # fmt: skip
+        if parallel > 1:  # the slots share the whole context, as the embedded engine has it
+            self._command.append("--kv-unified")
         if chat_template is not None:
             self._command += ["--jinja", "--chat-template-file", str(chat_template)]
         self._process: subprocess.Popen[bytes] | None = None
@@ -105,11 +108,18 @@ class LlamaServer:
 
 @asynccontextmanager
 async def llama_server(
-    model: Path, threads: int, n_ctx: int, n_batch: int, chat_template: Path | None = None, binary: str = "llama-server"
+    model: Path,
+    threads: int,
+    n_ctx: int,
+    n_batch: int,
+    chat_template: Path | None = None,
+    binary: str = "llama-server",
+    *,
+    parallel: int = 1,
 ) -> AsyncIterator[LlamaServer]:
     """llama-server (`binary`) on `model`; `chat_template` (a file) replaces the model's, e.g.
     for a GGUF without one, so the server renders what the embedded engine renders."""
-    server = LlamaServer(model, threads, n_ctx, n_batch, chat_template, binary)
+    server = LlamaServer(model, threads, n_ctx, n_batch, chat_template, binary, parallel)
     await server.async_start()
     try:
         yield server

@@ -159,6 +159,25 @@ def test_the_mix_runs_by_default_and_only_mix_skips_the_rest() -> None:
         parse_args(["--only", "everything"])
 
 
+def test_concurrency_takes_llama_server_only_where_it_is_wanted() -> None:
+    """--only concurrency runs both engines' side (llama-server started for it alone);
+    --skip-remote leaves llama-server out of it too."""
+    only = parse_args(["--only", "concurrency"])
+    assert only.skip_remote and not only.skip_concurrency and only.concurrency_remote
+    assert not parse_args(["--only", "concurrency", "--skip-remote"]).concurrency_remote
+    assert not parse_args(["--only", "mix"]).concurrency_remote
+    assert parse_args([]).concurrency_remote
+
+
+def test_concurrency_section_says_the_goal() -> None:
+    report = make_report()
+    figures = {"single_s": 0.8, "last_of_4_s": 2.0, "ratio": 2.5, "model_share": 1.0, "right": "8/8"}
+    report["concurrency"] = {"embedded": figures, "remote": figures | {"ratio": 1.2}}
+    text = markdown(report)
+    assert "## Several at once" in text
+    assert "| ratio | 2.5 (missed) | 1.2 (met) |" in text
+
+
 def test_the_mix_counts_in_the_caveats_and_the_worst_stall() -> None:
     report = make_report()
     report["mix"] = {

@@ -81,9 +81,14 @@ class RemoteEngine:
         self._native = False
         self._template: ChatTemplate | None = None
         self._prefills = Preemptible()
-        # One generation at a time, queued here: a server with one slot would hold the
-        # others without a byte, and their silence would read as a dead server.
-        self._turn = asyncio.Lock()
+        # As many generations at once as the server has slots (llama-server's `--parallel`,
+        # from /props; one for other servers), the rest queued here: a server with no free
+        # slot would hold them without a byte, and their silence would read as a dead server.
+        self._turn = asyncio.Semaphore(1)
+        self.slots = 1
+        # The slots no generation holds, the last freed on top: each generation keeps one
+        # slot for all its requests, and the next takes the one whose cache is the newest.
+        self._free_slots = [0]
         self._grammars: OrderedDict[str, gbnf.Grammar | None] = OrderedDict()
         # Whether the server says which tokens it sampled (the fast path needs them).
         self._token_ids = True
@@ -162,6 +167,10 @@ class RemoteEngine:
             props = {}
         self._native = isinstance(props, dict) and bool(props.get("chat_template"))
         self._splits.clear()  # perhaps another model now
+        slots = props.get("total_slots") if self._native else None
+        self.slots = slots if isinstance(slots, int) and slots > 0 else 1
+        self._turn = asyncio.Semaphore(self.slots)
+        self._free_slots = list(reversed(range(self.slots)))
         settings = props.get("default_generation_settings", {}) if self._native else {}
         self._info = ModelInfo(
             name=str(self._model),
@@ -186,7 +195,7 @@ class RemoteEngine:
         data = await self._post_json("/tokenize", {"content": text})
         return len(data.get("tokens", []))
 
-    def _body(self, request: GenerateRequest) -> tuple[str, dict[str, Any]]:
+    def _body(self, request: GenerateRequest, slot: int | None = None) -> tuple[str, dict[str, Any]]:
         common: dict[str, Any] = {"temperature": request.temperature, "top_p": request.top_p, "stream": True}
         if request.seed is not None:
             common["seed"] = request.seed
@@ -206,6 +215,8 @@ class RemoteEngine:
                 body["grammar"] = request.grammar
             if request.json_schema is not None:
                 body["json_schema"] = request.json_schema
+            if slot is not None:
+                body["id_slot"] = slot
             return "/completion", body
         body = {
             **common,
@@ -234,13 +245,26 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        # The server works on one request at a time: a warm-up must not hold this one up.
+        # A warm-up must not hold a request up (it may take the slot this one needs).
         self._prefills.interrupt()
-        async with self._turn:
+        async with self._slot() as slot:
             state = self._grammar_state(request)
-            events = _FastForward(self, request, state).run() if state is not None else self._generate(request)
+            events = (
+                _FastForward(self, request, state, slot).run() if state is not None else self._generate(request, slot)
+            )
             async for event in events:
                 yield event
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[int | None]:
+        """A server slot of one's own, waited for: its id where the server has several
+        (sent as `id_slot`, so no other request takes it between this one's), else None."""
+        async with self._turn:
+            slot = self._free_slots.pop()
+            try:
+                yield slot if self.slots > 1 else None
+            finally:
+                self._free_slots.append(slot)
 
     def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
         """Where a raw-prompt request's grammar starts, if it gets the fast path."""
@@ -285,8 +309,8 @@ class RemoteEngine:
             self._splits.popitem(last=False)
         return split
 
-    async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        path, body = self._body(request)
+    async def _generate(self, request: GenerateRequest, slot: int | None) -> AsyncIterator[GenerateEvent]:
+        path, body = self._body(request, slot)
         started = time.monotonic()
         first_at: float | None = None
         timings = Timings()
@@ -339,9 +363,12 @@ class RemoteEngine:
     async def _prefill(self, prompt: str) -> Timings:
         timings = Timings()
         # Not between the requests of one generation: the slot would lose its tokens.
-        async with self._turn:
+        async with self._slot() as slot:
             started = time.monotonic()
-            data = await self._post_json("/completion", {"prompt": prompt, "n_predict": 0, "cache_prompt": True})
+            body: dict[str, Any] = {"prompt": prompt, "n_predict": 0, "cache_prompt": True}
+            if slot is not None:
+                body["id_slot"] = slot
+            data = await self._post_json("/completion", body)
         if isinstance(data, dict):
             _update_timings(timings, data)
         if not timings.prompt_seconds:
@@ -369,9 +396,10 @@ class _FastForward:
     request as without the fast path; inside a call, every request samples one token.
     """
 
-    def __init__(self, engine: RemoteEngine, request: GenerateRequest, state: gbnf.State) -> None:
+    def __init__(self, engine: RemoteEngine, request: GenerateRequest, state: gbnf.State, slot: int | None) -> None:
         assert request.prompt is not None and request.grammar is not None
         self.engine = engine
+        self.slot = slot
         self.request = request
         self.prompt = request.prompt
         self.state = state
@@ -459,6 +487,8 @@ class _FastForward:
         }
         if request.seed is not None:  # a seed of its own per request, all following from the one given
             body["seed"] = (request.seed + self.requests) % 2**32
+        if self.slot is not None:
+            body["id_slot"] = self.slot
         if request.stop:
             body["stop"] = list(request.stop)
         ids: list[int] = []
