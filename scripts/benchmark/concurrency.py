@@ -6,7 +6,9 @@ request (`single_s`, the median of the same requests asked one at a time, each o
 engine), and the output tokens per second of the engine over the four against one alone.
 
 The requests are worded so that Home Assistant's own sentences do not read them: each
-needs the model (`model_share` says how many did), on a different device of the demo home.
+needs the model (`model_share` says how many did), on a different device of the demo home,
+in one generation round (`rounds_alone`: a request that takes three rounds alone is the
+last of any four, however they are decoded).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .probe import Generation
 # (request, entity, state it ends in).
 REQUESTS: tuple[tuple[str, str, str], ...] = (
     ("it's far too bright in the kitchen, could you switch that light off", "light.kitchen", "off"),
-    ("I'd love a coffee, get the coffee machine going", "switch.coffee_machine", "on"),
+    ("I'd love a coffee, could you switch the coffee machine on for me", "switch.coffee_machine", "on"),
     ("the sun is in my eyes in the bedroom, lower the blinds", "cover.bedroom_blinds", "closed"),
     ("nobody is in the living room any more, its light can go off", "light.living_room", "off"),
 )
@@ -51,6 +53,7 @@ async def async_concurrency(bench: AgentBench, runs: int) -> dict[str, Any]:
     alone_rates: list[float] = []
     together_rates: list[float] = []
     right = total = reached_model = 0
+    rounds: list[int] = []
     for _run in range(runs):
         for text, entity_id, state in REQUESTS:
             await _fresh(bench)
@@ -59,6 +62,7 @@ async def async_concurrency(bench: AgentBench, runs: int) -> dict[str, Any]:
             total += 1
             right += _right(bench, sample, entity_id, state)
             reached_model += bool(sample.generations)
+            rounds.append(len(sample.generations))
             if sample.generations and sample.latency_s > 0:
                 alone_rates.append(_output_tokens(sample.generations) / sample.latency_s)
         await _fresh(bench)
@@ -77,6 +81,8 @@ async def async_concurrency(bench: AgentBench, runs: int) -> dict[str, Any]:
     last_of_4 = statistics.median(lasts)
     return {
         "single_s": round(single, 4),
+        "slowest_alone_s": round(max(singles), 4),
+        "rounds_alone": max(rounds),
         "last_of_4_s": round(last_of_4, 4),
         "ratio": round(last_of_4 / single, 3) if single else None,
         "tokens_per_s_alone": round(statistics.median(alone_rates), 1) if alone_rates else None,

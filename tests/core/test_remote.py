@@ -258,14 +258,9 @@ class ScriptedLlamaServer:
     the next list of events, /tokenize splits as told; the bodies it got are kept."""
 
     def __init__(
-        self,
-        answers: list[list[dict[str, Any]]],
-        splits: dict[str, list[tuple[int, str]]] | None = None,
-        slots: int | None = None,
+        self, answers: list[list[dict[str, Any]]], splits: dict[str, list[tuple[int, str]]] | None = None
     ) -> None:
         self.answers = answers
-        self.slots = slots  # `total_slots` in /props (llama-server's --parallel), if said
-        self.in_flight = self.most_in_flight = 0
         self.splits = splits or {}
         self.bodies: list[dict[str, Any]] = []
         self.tokenized: list[str] = []
@@ -278,22 +273,16 @@ class ScriptedLlamaServer:
 
         async def props(_request: web.Request) -> web.Response:
             template = "{% for m in messages %}{{ m.content }}{% endfor %}"
-            found = {"chat_template": template, "default_generation_settings": {"n_ctx": 2048}}
-            return web.json_response(found | ({"total_slots": self.slots} if self.slots else {}))
+            return web.json_response({"chat_template": template, "default_generation_settings": {"n_ctx": 2048}})
 
         async def completion(request: web.Request) -> web.StreamResponse:
             self.bodies.append(await request.json())
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-            try:
-                await asyncio.sleep(0.02)  # as a server evaluates: the prompt's tokens come first
-                response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-                await response.prepare(request)
-                for event in self.answers.pop(0):
-                    await response.write(f"data: {json.dumps(event)}\n\n".encode())
-                return response
-            finally:
-                self.in_flight -= 1
+            await asyncio.sleep(0.02)  # as a server evaluates: the prompt's tokens come first
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            for event in self.answers.pop(0):
+                await response.write(f"data: {json.dumps(event)}\n\n".encode())
+            return response
 
         async def tokenize(request: web.Request) -> web.Response:
             body = await request.json()
@@ -360,25 +349,6 @@ async def test_forced_text_is_appended_between_one_token_requests(session: aioht
     assert third["prompt"] == ["P", 1, 2, 3]
     assert checker_free_accepts(second["grammar"], "efxghij") and not checker_free_accepts(second["grammar"], "bcd")
     assert checker_free_accepts(third["grammar"], "xghij")
-
-
-@pytest.mark.parametrize(("slots", "at_once", "slot_ids"), [(None, 1, set()), (1, 1, set()), (2, 2, {0, 1})])
-async def test_generations_run_at_once_up_to_the_servers_slots(
-    session: aiohttp.ClientSession, slots: int | None, at_once: int, slot_ids: set[int]
-) -> None:
-    """As many generations at once as llama-server has slots (`total_slots`), each pinned to
-    a slot of its own (`id_slot`, sent only where there are several); the rest wait."""
-    script = [[token("a", 1), end("eos")] for _ in range(3)]
-    server = ScriptedLlamaServer(script, slots=slots)
-    async with server as url:
-        engine = RemoteEngine(RemoteOptions(url), session)
-        await engine.async_load()
-        requests = [GenerateRequest(prompt=f"P{n}", max_tokens=5) for n in range(3)]
-        answers = await asyncio.gather(*(generate_events(engine, r) for r in requests))
-    assert all(pieces == ["a"] for pieces, _finished in answers)
-    assert server.most_in_flight == at_once
-    assert {b["id_slot"] for b in server.bodies if "id_slot" in b} == slot_ids
-    assert all("id_slot" in b for b in server.bodies) == bool(slot_ids)
 
 
 def checker_free_accepts(grammar: str, text: str) -> bool:

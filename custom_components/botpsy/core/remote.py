@@ -81,14 +81,9 @@ class RemoteEngine:
         self._native = False
         self._template: ChatTemplate | None = None
         self._prefills = Preemptible()
-        # As many generations at once as the server has slots (llama-server's `--parallel`,
-        # from /props; one for other servers), the rest queued here: a server with no free
-        # slot would hold them without a byte, and their silence would read as a dead server.
-        self._turn = asyncio.Semaphore(1)
-        self.slots = 1
-        # The slots no generation holds, the last freed on top: each generation keeps one
-        # slot for all its requests, and the next takes the one whose cache is the newest.
-        self._free_slots = [0]
+        # One generation at a time, queued here: a server with one slot would hold the
+        # others without a byte, and their silence would read as a dead server.
+        self._turn = asyncio.Lock()
         self._grammars: OrderedDict[str, gbnf.Grammar | None] = OrderedDict()
         # Whether the server says which tokens it sampled (the fast path needs them).
         self._token_ids = True
@@ -167,10 +162,6 @@ class RemoteEngine:
             props = {}
         self._native = isinstance(props, dict) and bool(props.get("chat_template"))
         self._splits.clear()  # perhaps another model now
-        slots = props.get("total_slots") if self._native else None
-        self.slots = slots if isinstance(slots, int) and slots > 0 else 1
-        self._turn = asyncio.Semaphore(self.slots)
-        self._free_slots = list(reversed(range(self.slots)))
         settings = props.get("default_generation_settings", {}) if self._native else {}
         self._info = ModelInfo(
             name=str(self._model),
@@ -195,7 +186,7 @@ class RemoteEngine:
         data = await self._post_json("/tokenize", {"content": text})
         return len(data.get("tokens", []))
 
-    def _body(self, request: GenerateRequest, slot: int | None = None) -> tuple[str, dict[str, Any]]:
+    def _body(self, request: GenerateRequest) -> tuple[str, dict[str, Any]]:
         common: dict[str, Any] = {"temperature": request.temperature, "top_p": request.top_p, "stream": True}
         if request.seed is not None:
             common["seed"] = request.seed
@@ -215,8 +206,6 @@ class RemoteEngine:
                 body["grammar"] = request.grammar
             if request.json_schema is not None:
                 body["json_schema"] = request.json_schema
-            if slot is not None:
-                body["id_slot"] = slot
             return "/completion", body
         body = {
             **common,
@@ -245,26 +234,13 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        # A warm-up must not hold a request up (it may take the slot this one needs).
+        # The server works on one request at a time: a warm-up must not hold this one up.
         self._prefills.interrupt()
-        async with self._slot() as slot:
+        async with self._turn:
             state = self._grammar_state(request)
-            events = (
-                _FastForward(self, request, state, slot).run() if state is not None else self._generate(request, slot)
-            )
+            events = _FastForward(self, request, state).run() if state is not None else self._generate(request)
             async for event in events:
                 yield event
-
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[int | None]:
-        """A server slot of one's own, waited for: its id where the server has several
-        (sent as `id_slot`, so no other request takes it between this one's), else None."""
-        async with self._turn:
-            slot = self._free_slots.pop()
-            try:
-                yield slot if self.slots > 1 else None
-            finally:
-                self._free_slots.append(slot)
 
     def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
         """Where a raw-prompt request's grammar starts, if it gets the fast path."""
@@ -309,8 +285,8 @@ class RemoteEngine:
             self._splits.popitem(last=False)
         return split
 
-    async def _generate(self, request: GenerateRequest, slot: int | None) -> AsyncIterator[GenerateEvent]:
-        path, body = self._body(request, slot)
+    async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        path, body = self._body(request)
         started = time.monotonic()
         first_at: float | None = None
         timings = Timings()
@@ -363,12 +339,9 @@ class RemoteEngine:
     async def _prefill(self, prompt: str) -> Timings:
         timings = Timings()
         # Not between the requests of one generation: the slot would lose its tokens.
-        async with self._slot() as slot:
+        async with self._turn:
             started = time.monotonic()
-            body: dict[str, Any] = {"prompt": prompt, "n_predict": 0, "cache_prompt": True}
-            if slot is not None:
-                body["id_slot"] = slot
-            data = await self._post_json("/completion", body)
+            data = await self._post_json("/completion", {"prompt": prompt, "n_predict": 0, "cache_prompt": True})
         if isinstance(data, dict):
             _update_timings(timings, data)
         if not timings.prompt_seconds:
@@ -396,10 +369,9 @@ class _FastForward:
     request as without the fast path; inside a call, every request samples one token.
     """
 
-    def __init__(self, engine: RemoteEngine, request: GenerateRequest, state: gbnf.State, slot: int | None) -> None:
+    def __init__(self, engine: RemoteEngine, request: GenerateRequest, state: gbnf.State) -> None:
         assert request.prompt is not None and request.grammar is not None
         self.engine = engine
-        self.slot = slot
         self.request = request
         self.prompt = request.prompt
         self.state = state
@@ -487,8 +459,6 @@ class _FastForward:
         }
         if request.seed is not None:  # a seed of its own per request, all following from the one given
             body["seed"] = (request.seed + self.requests) % 2**32
-        if self.slot is not None:
-            body["id_slot"] = self.slot
         if request.stop:
             body["stop"] = list(request.stop)
         ids: list[int] = []
