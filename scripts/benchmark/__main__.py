@@ -61,7 +61,7 @@ from .mix import (
     mix_ratio,
     mix_requests,
 )
-from .server import SAME_SOURCE, LlamaServer, llama_server, same_source_llama_server
+from .server import SAME_SOURCE, LlamaServer, same_source_llama_server
 
 SIZES = (25, 100, 1000)
 SCALING_REQUEST = "Turn off the kitchen ceiling light"
@@ -357,7 +357,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     )
     if not args.skip_remote:
         log.warning("End to end, llama-server")
-        async with llama_server(model, *server_options) as server:
+        async with LlamaServer(model, *server_options) as server:
             remote = await remote_demo(server, args)
         if "engine_floor_s" in report and remote.get("warm_latency_s"):
             remote["ratio_warm_to_floor"] = round(remote["warm_latency_s"] / report["engine_floor_s"], 3)
@@ -369,7 +369,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         report["remote"] = remote
     if args.concurrency_remote:
         log.warning("Several at once: %d requests together, llama-server with %d slots", AT_ONCE, AT_ONCE)
-        async with llama_server(model, *server_options, parallel=AT_ONCE) as server:
+        async with LlamaServer(model, *server_options, parallel=AT_ONCE) as server:
             report.setdefault("concurrency", {})["remote"] = await concurrency(None, server, args)
 
     if not args.skip_engine:
@@ -378,7 +378,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         if args.skip_remote:
             report["engine"] = await engine_figures(embedded_options, args.runs, None)
         else:
-            async with llama_server(model, *server_options) as server:
+            async with LlamaServer(model, *server_options) as server:
                 report["engine"] = await engine_figures(embedded_options, args.runs, server)
 
     if scaling_figures := report.get("scaling"):

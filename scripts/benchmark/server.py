@@ -11,8 +11,6 @@ about 40 % slower than the embedded engine (99 against 162 tokens/s, `llama-benc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 import os
 from pathlib import Path
 import shutil
@@ -51,7 +49,9 @@ def same_source_llama_server() -> str:
 
 
 class LlamaServer:
-    """One llama-server on a local port; `async_restart` empties every cache it has."""
+    """One llama-server on a local port, from `async with` on; `async_restart` empties every
+    cache it has. `chat_template` (a file) replaces the model's, e.g. for a GGUF without one,
+    so the server renders what the embedded engine renders."""
 
     def __init__(
         self,
@@ -101,27 +101,13 @@ class LlamaServer:
             process.terminate()
             await asyncio.to_thread(process.wait, 10)
 
+    async def __aenter__(self) -> LlamaServer:
+        await self.async_start()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.async_stop()
+
     async def async_restart(self) -> None:
         await self.async_stop()
         await self.async_start()
-
-
-@asynccontextmanager
-async def llama_server(
-    model: Path,
-    threads: int,
-    n_ctx: int,
-    n_batch: int,
-    chat_template: Path | None = None,
-    binary: str = "llama-server",
-    *,
-    parallel: int = 1,
-) -> AsyncIterator[LlamaServer]:
-    """llama-server (`binary`) on `model`; `chat_template` (a file) replaces the model's, e.g.
-    for a GGUF without one, so the server renders what the embedded engine renders."""
-    server = LlamaServer(model, threads, n_ctx, n_batch, chat_template, binary, parallel)
-    await server.async_start()
-    try:
-        yield server
-    finally:
-        await server.async_stop()

@@ -23,7 +23,7 @@ from homeassistant.core import Context, Event, callback
 from homeassistant.helpers import chat_session
 
 from custom_components.botpsy.core.engine import Engine, Finished, GenerateEvent, GenerateRequest
-from scripts.benchmark.server import llama_server
+from scripts.benchmark.server import LlamaServer
 
 from .home import RISKY, StressHome, stress_home
 from .options import StressOptions
@@ -263,7 +263,7 @@ async def async_run(options: StressOptions) -> dict[str, Any]:
     async with stress_home(out / "embedded", model=options.model, threads=options.threads) as stress:
         engines["embedded"] = await _run_engine(stress, "embedded")
     async with (
-        llama_server(options.model, options.threads, 8192, 512) as server,
+        LlamaServer(options.model, options.threads, 8192, 512) as server,
         stress_home(out / "remote", server=server.url, threads=options.threads) as stress,
     ):
         engines["llama-server"] = await _run_engine(stress, "remote")
