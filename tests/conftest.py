@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 import pytest_socket
 
-from tests.tiny_gguf import Arch, write_tiny_model
+from scripts.testing.tiny_gguf import Arch, write_tiny_model
 
 
 @pytest.fixture(scope="session")

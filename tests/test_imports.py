@@ -81,3 +81,34 @@ def test_the_check_sees_a_circle(tmp_path: Path) -> None:
     modules = {f"{NAME}.a": tmp_path / "a.py", f"{NAME}.b": tmp_path / "b.py"}
     graph, _ = _imports(modules)
     assert graph == {f"{NAME}.a": {f"{NAME}.b"}, f"{NAME}.b": {f"{NAME}.a"}}
+
+
+def _imports_of_tests(folder: Path) -> list[str]:
+    """Where a file under `folder` imports the `tests` package: "path: module"."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [f"{path.relative_to(folder)}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
+    return found
+
+
+def test_scripts_do_not_import_the_tests() -> None:
+    """The tests depend on the scripts (they test them), never the reverse: what both need
+    (tiny models, the scripted engine, sample homes) lives in `scripts/testing`."""
+    scripts = PACKAGE.parents[1] / "scripts"
+    assert _imports_of_tests(scripts) == []
+    uitest = (scripts / "uitest").read_text()
+    assert "from tests" not in uitest and "import tests" not in uitest
+
+
+def test_the_direction_check_sees_an_import_of_the_tests(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import os\nfrom tests.tiny import x\n")
+    (tmp_path / "b.py").write_text("def f():\n    import tests.conftest\n")
+    assert _imports_of_tests(tmp_path) == ["a.py: tests.tiny", "b.py: tests.conftest"]

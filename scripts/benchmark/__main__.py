@@ -34,7 +34,7 @@ from scripts.evaluation.agents import async_botpsy_agent
 from scripts.evaluation.fixtures import home_from_mapping
 from scripts.evaluation.home_loader import async_load_home, eval_hass
 from scripts.models import DEFAULT_MODEL, GEMMA, ModelError, resolve
-from tests.tiny_gguf import write_tiny_model
+from scripts.testing.tiny_gguf import write_tiny_model
 
 from . import report as reports
 from .concurrency import AT_ONCE, async_concurrency

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.core.sample_home import generated_home
+from scripts.testing.sample_home import generated_home
 
 # A small home: a few lights, a cover, a lock and a switch in three areas.
 DEMO_HOME: dict[str, Any] = {

@@ -3,7 +3,7 @@
 For each wheel in out/engine/, its libraries are unpacked (the artefact itself, not the
 build folder), scripts/engine/run_model.c is compiled against them with zig for that musl
 target, and it loads the CPU backend as BotPsy's worker does, then a tiny generated GGUF
-(tests/tiny_gguf.py: the transformer and the hybrid `qwen35`, BotPsy's own architecture) and
+(scripts/testing/tiny_gguf.py: the transformer and the hybrid `qwen35`, BotPsy's own architecture) and
 generates a few tokens. Each run is on a given CPU (qemu's `-cpu`): a baseline one without
 SSE4.2 / without dot product proves that the variant selection falls back to a build that
 runs there; newer ones that it picks a better build. Prints the variant each run chose.
@@ -24,7 +24,7 @@ import time
 import zipfile
 
 from scripts.engine.build import OUT, TARGETS, VERSION, default_cache
-from tests.tiny_gguf import write_tiny_model
+from scripts.testing.tiny_gguf import write_tiny_model
 
 REPO = Path(__file__).resolve().parents[2]
 WORK = REPO / "out" / "engine-test"

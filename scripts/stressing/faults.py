@@ -2,7 +2,7 @@
 Assistant itself fails, and whether the next request is served.
 
 Every fault is real: the model worker gets a real SIGKILL or SIGSTOP mid-answer; real
-llama-server sits behind `tests.fault_proxy.FaultProxy`, which goes down, slows, stalls,
+llama-server sits behind `scripts.testing.fault_proxy.FaultProxy`, which goes down, slows, stalls,
 answers HTTP 500 or garbage, or closes the connection after the answer's first event; the
 model file is removed or overwritten while llama.cpp has it mapped; a download meets a
 dropped connection and a full disk (a small tmpfs mounted over the models folder, filled
@@ -54,8 +54,8 @@ from custom_components.botpsy.core.engine import GenerateEvent, GenerateRequest,
 from scripts.benchmark.server import LlamaServer
 from scripts.evaluation.agents import Agent, async_botpsy_agent
 from scripts.evaluation.home_loader import async_setup_base, ensure_homes_on_path
-from tests.fault_proxy import FaultProxy, Mode
-from tests.tiny_gguf import write_tiny_model
+from scripts.testing.fault_proxy import FaultProxy, Mode
+from scripts.testing.tiny_gguf import write_tiny_model
 
 from .options import StressOptions
 

@@ -24,11 +24,11 @@ from typing import Any
 from custom_components.botpsy.core.formats import FORMATS, ToolCall
 from custom_components.botpsy.core.tools import ACTION, CONTROL_DOMAINS, SKIPPED_SERVICES, Param, Tool, compile_tools
 from custom_components.botpsy.home_snapshot import async_snapshot_home
-from tests.tiny_gguf import write_tiny_model
+from scripts.testing.tiny_gguf import write_tiny_model
 
 from .home import RISKY, UNEXPOSED, Effects, StressHome, stress_home
 from .options import StressOptions
-from .replay import ReplayEngine
+from .replay import Replay
 
 REQUESTS = (
     "turn on the kitchen light",
@@ -313,13 +313,13 @@ async def async_run(options: StressOptions) -> dict[str, Any]:
     started = time.monotonic()
     try:
         async with stress_home(out / "config", model=tiny, threads=1) as stress:
-            engine = ReplayEngine(options.model)
-            stress.entry().runtime_data.engine = engine
+            replay = Replay(options.model)
+            stress.entry().runtime_data.engine = replay.engine
             tools = compile_tools(await async_snapshot_home(stress.hass))
             offered = {(e.partition(".")[0], t.service) for t in tools if t.service for e in t.targets}
             fuzzer = Fuzzer(tools, sorted(stress.home.home_entity_ids), options.seed)
             for index, output in enumerate(fuzzer.outputs(options.fuzz_outputs)):
-                engine.use(output.format_name, output.text)
+                replay.use(output.format_name, output.text)
                 request = utterance(stress, output, index)
                 errors_before = len(log.records)
                 async with stress.effects() as effects:

@@ -28,11 +28,11 @@ from homeassistant.helpers.llm import LLM_API_ASSIST
 
 from custom_components.botpsy.const import DOMAIN
 from custom_components.botpsy.core.formats import FORMATS, ToolCall
-from tests.tiny_gguf import write_tiny_model
+from scripts.testing.tiny_gguf import write_tiny_model
 
 from .home import RISKY, UNEXPOSED, Effects, StressHome, stress_home
 from .options import StressOptions
-from .replay import ReplayEngine
+from .replay import Replay
 
 # (device, action, request): BotPsy's own risky calls.
 RISKY_ACTIONS = (
@@ -113,7 +113,8 @@ class Replayer:
 
     def __init__(self, stress: StressHome, model: Path | None) -> None:
         self.stress = stress
-        self.engine = ReplayEngine(model)
+        self.replay = Replay(model)
+        self.engine = self.replay.engine
         stress.entry().runtime_data.engine = self.engine
         self.names: dict[str, str] = {}
 
@@ -129,7 +130,7 @@ class Replayer:
 
     def plan(self, format_name: str, *outputs: str) -> None:
         """The model's next outputs (then AFTERWORD)."""
-        self.engine.use(format_name, outputs[0])
+        self.replay.use(format_name, outputs[0])
         self.engine.outputs[: len(outputs)] = list(outputs)
 
 

@@ -1,4 +1,4 @@
-"""An engine that replays given outputs, in each of the three call formats.
+"""Replaying given outputs, in each of the three call formats.
 
 The agent picks the call format from the model's chat template, so the replay engine
 carries a template of each: Qwen3.5's XML calls, the instruct stand-in's own (Hermes JSON
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from custom_components.botpsy.core.chat_template import CHATML_TEMPLATE, GEMMA_TEMPLATE, ChatTemplate
-from custom_components.botpsy.core.engine import ModelInfo
+from custom_components.botpsy.core.chat_template import CHATML_TEMPLATE, GEMMA_TEMPLATE
 from custom_components.botpsy.core.formats import FORMATS, CallFormat
 from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
-from tests.integration.scripted import ScriptedEngine
-from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
+from scripts.testing.scripted import ScriptedEngine
+from scripts.testing.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
 # What the agent says after a round of calls, when it asks for another round.
 AFTERWORD = "Done."
@@ -42,20 +41,19 @@ def templates(hermes: str) -> dict[str, tuple[str, str]]:
     }
 
 
-class ReplayEngine(ScriptedEngine):
-    """Replays one output per request, in the format `use` last chose."""
+class Replay:
+    """Replays one output per request through a scripted engine, in the format `use` last chose."""
 
     def __init__(self, instruct_model: Path | None) -> None:
-        super().__init__([])
+        self.engine = ScriptedEngine()
+        self.engine.keeps = False
         self._templates = templates(hermes_template(instruct_model))
-        self.keeps = False
 
     def use(self, format_name: str, output: str) -> CallFormat:
         """The next request gets `output` (later rounds of it: AFTERWORD), in that format."""
         template, eos = self._templates[format_name]
-        self.chat_template = ChatTemplate(template)
-        self.model_info = ModelInfo("replay", "replay", 8192, template, eos_token=eos)
-        self.outputs[:] = [output, AFTERWORD, AFTERWORD, AFTERWORD]
-        self.requests.clear()
-        self.prefills.clear()
+        self.engine.use_template(template, eos, context_length=8192)
+        self.engine.outputs[:] = [output, AFTERWORD, AFTERWORD, AFTERWORD]
+        self.engine.requests.clear()
+        self.engine.prefills.clear()
         return FORMATS[format_name]

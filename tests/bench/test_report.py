@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
+from custom_components.botpsy.core.engine import Finished, GenerateRequest, Timings
 from scripts.benchmark.__main__ import outcome_caveats, parse_args, worst_stall
 from scripts.benchmark.e2e import SEGMENTS, user_turn_start
 from scripts.benchmark.homes import DEMO_HOME, generated_mapping
@@ -16,6 +16,7 @@ from scripts.benchmark.probe import Generation, Recorder
 from scripts.benchmark.report import markdown, plots, summary
 from scripts.evaluation.fixtures import home_from_mapping
 from scripts.models import DEFAULT_MODEL
+from scripts.testing.scripted import ScriptedEngine
 
 
 def breakdown(scale: float) -> dict[str, Any]:
@@ -112,20 +113,9 @@ class FakeTemplate:
         return "|".join(f"{m['role']}:{m['content']}" for m in messages) + "|model:"
 
 
-class FakeEngine:
-    """Renders and generates like an engine: two text pieces, then the figures."""
-
-    def __init__(self) -> None:
-        self.chat_template = FakeTemplate()
-
-    async def generate(self, request: GenerateRequest) -> Any:
-        yield TextDelta("<call>")
-        yield TextDelta("</call>")
-        yield Finished("stop", Timings(prompt_tokens=100, cached_tokens=90, decoded_tokens=3, forced_tokens=5))
-
-
 async def test_recorder_keeps_each_generation_with_its_messages() -> None:
-    engine = FakeEngine()
+    engine = ScriptedEngine(["<call></call>"])
+    engine.chat_template = FakeTemplate()  # type: ignore[assignment]
     recorder = Recorder(engine)  # type: ignore[arg-type]
     messages = [{"role": "system", "content": "tools"}, {"role": "user", "content": "Devices now\nRequest: hi"}]
     other = engine.chat_template.render([{"role": "user", "content": "other"}])
@@ -134,7 +124,7 @@ async def test_recorder_keeps_each_generation_with_its_messages() -> None:
     assert isinstance(events[-1], Finished)
     [gen] = recorder.generations
     assert gen.messages == messages and gen.text == "<call></call>"
-    assert (gen.sampled_tokens, gen.forced_tokens, gen.grammar_bytes) == (3, 5, 10)
+    assert (gen.sampled_tokens, gen.forced_tokens, gen.grammar_bytes) == (13, 0, 10)
     assert gen.ended_at is not None and gen.first_event_at is not None and gen.ended_at >= gen.called_at
     assert prompt[user_turn_start(gen, "hi") :] == "Devices now\nRequest: hi|model:"
     assert other not in prompt

@@ -19,8 +19,7 @@ from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar, int_range
 from custom_components.botpsy.core.json_grammar import json_schema_grammar
 from custom_components.botpsy.core.tools import compile_tools
-
-from .sample_home import sample_home
+from scripts.testing.sample_home import sample_home
 
 TOOLS = compile_tools(sample_home())
 XML_CALL = compile_grammar(TOOLS, FORMATS["qwen_xml"], allow_text=False, max_calls=1)

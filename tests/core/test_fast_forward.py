@@ -22,10 +22,9 @@ from custom_components.botpsy.core import worker
 from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.tools import compile_tools
+from scripts.testing.sample_home import sample_home
+from scripts.testing.tiny_gguf import write_tiny_model
 from tests.grammar_check import GrammarChecker
-from tests.tiny_gguf import write_tiny_model
-
-from .sample_home import sample_home
 
 TOOLS = compile_tools(sample_home())
 PROMPT = "<|im_start|>user\nturn off the kitchen light<|im_end|>\n<|im_start|>assistant\n"

@@ -33,9 +33,8 @@ from custom_components.botpsy.core.grammar import (
 )
 from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools, schema_tool
 from custom_components.botpsy.core.validate import CallRejectedError, validate_call
+from scripts.testing.sample_home import sample_home
 from tests.grammar_check import GrammarChecker
-
-from .sample_home import sample_home
 
 TOOLS = compile_tools(sample_home())
 TOOLS_BY_KEY = {t.key: t for t in TOOLS}

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from custom_components.botpsy.core.home import Entity, Home
-
-from .sample_home import generated_home
+from scripts.testing.sample_home import generated_home
 
 
 def test_entities_are_found_by_id() -> None:

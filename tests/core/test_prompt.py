@@ -17,8 +17,7 @@ from custom_components.botpsy.core.prompt import (
     tool_examples,
 )
 from custom_components.botpsy.core.tools import Tool, compile_tools
-
-from .sample_home import sample_home
+from scripts.testing.sample_home import sample_home
 
 
 def test_a_device_line_drops_what_it_would_repeat() -> None:

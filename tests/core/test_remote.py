@@ -22,13 +22,13 @@ from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
 from custom_components.botpsy.core.tools import compile_tools
+from scripts.testing.fault_proxy import FaultProxy, Mode
+from scripts.testing.sample_home import sample_home
+from scripts.testing.tiny_gguf import write_tiny_model
 from tests.conftest import serving_llama_server
-from tests.fault_proxy import FaultProxy, Mode
 from tests.grammar_check import GrammarChecker
-from tests.tiny_gguf import write_tiny_model
 
 from .generation import run
-from .sample_home import sample_home
 
 TOOLS = compile_tools(sample_home())
 

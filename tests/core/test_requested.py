@@ -11,8 +11,7 @@ from custom_components.botpsy.core.home import Entity
 from custom_components.botpsy.core.requested import NAMES_NOTHING, _mentions, by_verb, named_in
 from custom_components.botpsy.core.shortlist import restrict
 from custom_components.botpsy.core.tools import Tool
-
-from .sample_home import generated_home
+from scripts.testing.sample_home import generated_home
 
 HOME = (
     Entity("fan.ceiling", "Ceiling Fan", area="Living Room"),

@@ -21,8 +21,7 @@ from custom_components.botpsy.core.shortlist import (
     words,
 )
 from custom_components.botpsy.core.tools import compile_tools
-
-from .sample_home import generated_home, sample_home
+from scripts.testing.sample_home import generated_home, sample_home
 
 
 @pytest.mark.parametrize(

@@ -26,9 +26,8 @@ from custom_components.botpsy.core.tools import (
     function_schemas,
 )
 from custom_components.botpsy.llm_api import API_PROMPT
-from tests.tiny_gguf import QWEN35_CHAT_TEMPLATE
-
-from .sample_home import generated_home, sample_home
+from scripts.testing.sample_home import generated_home, sample_home
+from scripts.testing.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
 
 def by_key(home: Home) -> dict[str, dict[str, dict[str, object]]]:

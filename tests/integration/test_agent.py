@@ -22,9 +22,8 @@ import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
 from custom_components.botpsy.core.formats import ToolCall
+from scripts.testing.scripted import XML, script
 from tests.grammar_check import GrammarChecker
-
-from .scripted import XML, script
 
 AGENT = "conversation.botpsy"
 

@@ -20,8 +20,8 @@ from custom_components.botpsy.language import (
     named_by_slots,
     read_in_language,
 )
+from scripts.testing.scripted import XML, script
 
-from .scripted import XML, script
 from .test_agent import tool_results
 
 UNLOCK = XML.render(ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock"}))

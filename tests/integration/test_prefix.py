@@ -30,9 +30,9 @@ from custom_components.botpsy.conversation import BotPsyConversationEntity
 from custom_components.botpsy.core.formats import ToolCall
 from custom_components.botpsy.prefix_warmup import REFRESH_DELAY, STATES_DELAY
 from custom_components.botpsy.toolbox import Toolbox
+from scripts.testing.scripted import XML, ScriptedEngine, script
 
 from .conftest import embedded_data, make_entry
-from .scripted import XML, ScriptedEngine, script
 from .test_agent import ask
 
 

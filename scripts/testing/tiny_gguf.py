@@ -5,7 +5,7 @@ state exactly like real Qwen3, Gemma 3 (sliding-window attention) and Qwen3.5 (h
 recurrent) models, but their text is gibberish. The files
 are deterministic for the same arguments and well under 2 MB.
 
-Run ``python tests/tiny_gguf.py OUT_DIR`` to write ``tiny-qwen3.gguf``,
+Run ``python scripts/testing/tiny_gguf.py OUT_DIR`` to write ``tiny-qwen3.gguf``,
 ``tiny-gemma3.gguf`` and ``tiny-qwen35.gguf`` into OUT_DIR.
 """
 
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write one tiny model of each architecture into the directory given."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python tests/tiny_gguf.py OUT_DIR", file=sys.stderr)
+        print("usage: python scripts/testing/tiny_gguf.py OUT_DIR", file=sys.stderr)
         return 2
     for arch in _BUILDERS:
         path = write_tiny_model(Path(args[0]) / f"tiny-{arch}.gguf", arch)

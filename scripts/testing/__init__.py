@@ -1,0 +1,5 @@
+"""What the tests, the bench and the stress runs share: tiny generated GGUF models, a
+scripted engine, a home in HA's shapes and a fault-injecting proxy.
+
+`tests/` imports from here; nothing in `scripts/` imports `tests/`.
+"""
