@@ -34,7 +34,7 @@ class Forced:
 
     def after(self, grammar: str, prefix: str = "") -> tuple[bytes, bool]:
         parsed = parse_grammar(self.vocab, grammar)
-        decoder = Decoder(self.vocab, None, parsed, temperature=0.0, top_k=40, top_p=0.95, seed=0)
+        decoder = Decoder(self.vocab, None, parsed)
         try:
             for token in self.llm.tokenize(prefix.encode(), add_bos=False, special=True):
                 assert decoder.allowed(token), (prefix, token)
@@ -158,7 +158,7 @@ def test_multibyte_characters_are_forced_byte_by_byte(forced: Forced) -> None:
 
 def test_forced_text_stops_at_the_limit(forced: Forced) -> None:
     parsed = parse_grammar(forced.vocab, 'root ::= "' + "x" * 50 + '"')
-    decoder = Decoder(forced.vocab, None, parsed, temperature=0.0, top_k=40, top_p=0.95, seed=0)
+    decoder = Decoder(forced.vocab, None, parsed)
     try:
         assert decoder.forced_bytes(limit=20) == (b"x" * 20, False)
         assert decoder.grammar_seconds > 0

@@ -19,6 +19,7 @@ Imports only the standard library, numpy and llama_cpp (the worker runs outside 
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 import time
 from typing import Any
 
@@ -72,15 +73,29 @@ def parse_grammar(vocab: Vocabulary, text: str) -> Any:
     return sampler
 
 
-def _add_sampling(chain: Any, *, temperature: float, top_k: int, top_p: float, seed: int) -> None:
-    if temperature <= 0:
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How a token is drawn: top-k, top-p, min-p, temperature, then a seeded draw."""
+
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+
+
+# The most likely token, always (temperature 0: the rest is not used).
+GREEDY = Sampling(temperature=0.0, top_k=40, top_p=0.95, seed=0)
+
+
+def _add_sampling(chain: Any, sampling: Sampling) -> None:
+    if sampling.temperature <= 0:
         llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
         return
-    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_k(top_k))
-    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_p(top_p, 1))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_k(sampling.top_k))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_p(sampling.top_p, 1))
     llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_min_p(MIN_P, 1))
-    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_temp(temperature))
-    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_dist(seed & 0xFFFFFFFF))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_temp(sampling.temperature))
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_dist(sampling.seed & 0xFFFFFFFF))
 
 
 class Decoder:
@@ -89,22 +104,12 @@ class Decoder:
     Not thread-safe; `close` frees the llama.cpp samplers.
     """
 
-    def __init__(
-        self,
-        vocab: Vocabulary,
-        ctx: Any,
-        grammar: Any | None,
-        *,
-        temperature: float,
-        top_k: int,
-        top_p: float,
-        seed: int,
-    ) -> None:
+    def __init__(self, vocab: Vocabulary, ctx: Any, grammar: Any | None, sampling: Sampling = GREEDY) -> None:
         self._vocab = vocab
         self._ctx = ctx
         params = llama_cpp.llama_sampler_chain_default_params()
         self._chain = llama_cpp.llama_sampler_chain_init(params)
-        _add_sampling(self._chain, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        _add_sampling(self._chain, sampling)
         self._grammar_chain: Any = None
         self._grammar: Any = None
         # Seconds spent on the grammar (checks, forced text, resampling), and resamples.
@@ -115,7 +120,7 @@ class Decoder:
             # plain chain's choice. The chain owns the (cloned, fresh) grammar sampler.
             self._grammar_chain = llama_cpp.llama_sampler_chain_init(params)
             llama_cpp.llama_sampler_chain_add(self._grammar_chain, llama_cpp.llama_sampler_clone(grammar))
-            _add_sampling(self._grammar_chain, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+            _add_sampling(self._grammar_chain, sampling)
             self._grammar = llama_cpp.llama_sampler_chain_get(self._grammar_chain, 0)
         self._one = (llama_cpp.llama_token_data * 1)()
         self._one_array = llama_cpp.llama_token_data_array(self._one, 1, -1, False)

@@ -173,44 +173,17 @@ class _Parser:
         last = len(out)  # where the last item (what a repetition repeats) starts
         while c := self._peek():
             if c == '"':
-                self.pos += 1
                 last = len(out)
-                while self._peek() != '"':
-                    if plain := _PLAIN.match(self.text, self.pos):
-                        out += map(_literal, map(ord, plain.group()))
-                        self.pos = plain.end()
-                    else:
-                        out.append(_literal(self._char()))
-                self.pos += 1
+                out += self._string()
             elif c == "[":
-                self.pos += 1
-                negated = self._peek() == "^"
-                if negated:
-                    self.pos += 1
-                ranges: list[tuple[int, int]] = []
-                while self._peek() != "]":
-                    low = self._char()
-                    high = low
-                    if self._peek() == "-" and self._peek(1) not in ("]", ""):
-                        self.pos += 1
-                        high = self._char()
-                    ranges.append((low, high))
-                self.pos += 1
                 last = len(out)
-                out.append(CharSet(tuple(ranges), negated))
+                out.append(self._char_class())
             elif c.isascii() and (c.isalnum() or c == "-"):
                 last = len(out)
                 out.append(self._id(self._name()))
             elif c == "(":
-                self.pos += 1
-                self._space(True)
-                sub = self._new_id(name)
-                self._alternates(name, sub, nested=True)
-                if self._peek() != ")":
-                    raise self._error("expecting ')'")
-                self.pos += 1
                 last = len(out)
-                out.append(sub)
+                out.append(self._group(name))
             elif c == ".":
                 self.pos += 1
                 last = len(out)
@@ -227,6 +200,47 @@ class _Parser:
                 break
             self._space(nested)
         return tuple(out)
+
+    def _string(self) -> list[CharSet]:
+        """A quoted literal, one character per symbol (runs without escapes read at once)."""
+        self.pos += 1
+        out: list[CharSet] = []
+        while self._peek() != '"':
+            if plain := _PLAIN.match(self.text, self.pos):
+                out += map(_literal, map(ord, plain.group()))
+                self.pos = plain.end()
+            else:
+                out.append(_literal(self._char()))
+        self.pos += 1
+        return out
+
+    def _char_class(self) -> CharSet:
+        """A bracketed character class, `[^...]` negated, with its ranges as written."""
+        self.pos += 1
+        negated = self._peek() == "^"
+        if negated:
+            self.pos += 1
+        ranges: list[tuple[int, int]] = []
+        while self._peek() != "]":
+            low = self._char()
+            high = low
+            if self._peek() == "-" and self._peek(1) not in ("]", ""):
+                self.pos += 1
+                high = self._char()
+            ranges.append((low, high))
+        self.pos += 1
+        return CharSet(tuple(ranges), negated)
+
+    def _group(self, name: str) -> int:
+        """A parenthesized group, read into a rule of its own (as llama.cpp does); its index."""
+        self.pos += 1
+        self._space(True)
+        sub = self._new_id(name)
+        self._alternates(name, sub, nested=True)
+        if self._peek() != ")":
+            raise self._error("expecting ')'")
+        self.pos += 1
+        return sub
 
     def _bounds(self, operator: str, nested: bool) -> tuple[int, int | None]:
         if operator != "{":

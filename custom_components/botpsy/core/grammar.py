@@ -124,6 +124,11 @@ def _value(fmt: CallFormat, param: Param, text_rule: str) -> str:
         return " | ".join(fmt.grammar_string(option) for option in param.options)
     if param.type == "string":
         return text_rule
+    return _plain_value(param)
+
+
+def _plain_value(param: Param) -> str:
+    """GBNF of a boolean, number or color: spelled alike in every call format, unlike text."""
     if param.type == "boolean":
         return '"true" | "false"'
     if param.type == "integer":

@@ -26,7 +26,17 @@ def _value(schema: dict[str, Any], rules: dict[str, str], name: str) -> str:
     if "enum" in schema:
         return " | ".join(gbnf_literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
     kind = schema.get("type")
-    low, high = schema.get("minimum"), schema.get("maximum")
+    if kind == "array":
+        item = f"{name}-item"
+        rules[item] = _value(schema.get("items") or {"type": "string"}, rules, item)
+        return f'"[" ( {item} ( ", " {item} )* )? "]"'
+    if kind == "object":
+        return _object(schema, rules, name)
+    return _scalar(kind, schema.get("minimum"), schema.get("maximum"))
+
+
+def _scalar(kind: object, low: Any, high: Any) -> str:
+    """GBNF of a string, boolean or number: values with no rules of their own, unlike lists and objects."""
     if kind == "string":
         return _STRING
     if kind == "boolean":
@@ -37,12 +47,6 @@ def _value(schema: dict[str, Any], rules: dict[str, str], name: str) -> str:
         return int_range(math.ceil(low), math.floor(high))
     if kind == "number":
         return number_range(low, high)
-    if kind == "array":
-        item = f"{name}-item"
-        rules[item] = _value(schema.get("items") or {"type": "string"}, rules, item)
-        return f'"[" ( {item} ( ", " {item} )* )? "]"'
-    if kind == "object":
-        return _object(schema, rules, name)
     raise _Unsupported(kind)
 
 

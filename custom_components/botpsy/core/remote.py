@@ -409,20 +409,11 @@ class _FastForward:
 
     async def _run(self) -> AsyncIterator[GenerateEvent]:
         while True:
-            if self.last_piece is not None:
-                try:
-                    forced, after = self.state.forced()
-                except gbnf.GbnfError:
-                    forced, after = "", self.state
-                if forced:
-                    self.structured = True
-                    await self._append_forced(forced, ends=after.finished)
-                    if self._stopped():
-                        break
-                    if text := self._release():
-                        yield TextDelta(text)
-                if not self.structured:
-                    self.stepping = False  # a text answer: the rest in one request
+            if self.last_piece is not None and await self._fast_forward():
+                if self._stopped():
+                    break
+                if text := self._release():
+                    yield TextDelta(text)
             if self.state.finished:
                 break
             budget = self.request.max_tokens - self.produced
@@ -443,8 +434,21 @@ class _FastForward:
         self.engine.last_timings = self.timings
         yield Finished(self.reason, self.timings)
 
-    async def _ask(self, n_predict: int) -> AsyncIterator[TextDelta | str]:
-        """One streamed /completion; yields text, then the server's stop type (a str)."""
+    async def _fast_forward(self) -> bool:
+        """Append the text the grammar forces after the token just sampled; whether there was any."""
+        try:
+            forced, after = self.state.forced()
+        except gbnf.GbnfError:
+            forced, after = "", self.state
+        if forced:
+            self.structured = True
+            await self._append_forced(forced, ends=after.finished)
+        elif not self.structured:
+            self.stepping = False  # a text answer: the rest in one request
+        return bool(forced)
+
+    def _body(self, n_predict: int) -> dict[str, Any]:
+        """The next /completion request: the output so far, under the grammar of what may follow it."""
         request = self.request
         body: dict[str, Any] = {
             "prompt": self._prompt(),
@@ -461,6 +465,11 @@ class _FastForward:
             body["seed"] = (request.seed + self.requests) % 2**32
         if request.stop:
             body["stop"] = list(request.stop)
+        return body
+
+    async def _ask(self, n_predict: int) -> AsyncIterator[TextDelta | str]:
+        """One streamed /completion; yields text, then the server's stop type (a str)."""
+        body = self._body(n_predict)
         ids: list[int] = []
         piece = ""
         final: dict[str, Any] | None = None
@@ -493,6 +502,10 @@ class _FastForward:
                     raise EngineUnavailableError(f"The server at {base} ended its answer midway")
         except (aiohttp.ClientError, TimeoutError) as err:
             raise EngineUnavailableError(_lost(base, err)) from err
+        yield self._conclude(final, ids, piece)
+
+    def _conclude(self, final: dict[str, Any], ids: list[int], piece: str) -> str:
+        """Take in the tokens a request sampled (`ids`, text `piece`); its stop type, or "again" to ask anew."""
         finish = str(final.get("stop_type") or "stop")
         stepped = self.stepping and finish == "limit"
         if stepped and ids and not piece:
@@ -500,8 +513,7 @@ class _FastForward:
             # for again, and the rest comes from one request, as without the fast path.
             self.stepping = False
             self.last_piece = None
-            yield "again"
-            return
+            return "again"
         self._count(final)
         self.tokens += ids
         self.last_piece = piece if stepped and len(ids) == 1 else None
@@ -519,7 +531,7 @@ class _FastForward:
             finish = "again"
         if self._stopped():
             finish = "word"
-        yield finish
+        return finish
 
     def _prompt(self) -> str | list[str | int]:
         """The next request's prompt: the prompt and the output tokens so far."""

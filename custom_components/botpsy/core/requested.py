@@ -420,6 +420,21 @@ def _by_area_said(text: str, same_name: list[Entity], here: str | None) -> set[s
     return {e.entity_id for e in same_name if not areas or e.area in areas}
 
 
+def _normalized(request: str, here: str | None) -> str:
+    """`request` lowercased, "here" as the area, synonyms as kinds, no titles or list items (they name nothing)."""
+    text = request.lower()
+    if here:
+        text = _HERE.sub(f"in the {here.lower()}", text)
+    # "Play The Office on the TV": a title names no area, kind or device; what follows it
+    # does. Nor does an item for a list.
+    text = _TITLE.sub("play", text)
+    text = _LIST_ITEM.sub(r"\1", text)
+    text = _TEMPERATURE_QUESTION.sub("how is the temperature", text)
+    for word, kind in _SYNONYMS.items():
+        text = re.sub(rf"\b{word}s?\b", kind, text)
+    return text
+
+
 def named_in(
     request: str,
     entities: Iterable[Entity],
@@ -433,16 +448,7 @@ def named_in(
     off", "unpause", "good night") is about the `recent` devices of the conversation, or
     the domains its words point at, if any. A part of a request (`whole` False) is read
     without its own parts."""
-    text = request.lower()
-    if here:
-        text = _HERE.sub(f"in the {here.lower()}", text)
-    # "Play The Office on the TV": a title names no area, kind or device; what follows it
-    # does. Nor does an item for a list.
-    text = _TITLE.sub("play", text)
-    text = _LIST_ITEM.sub(r"\1", text)
-    text = _TEMPERATURE_QUESTION.sub("how is the temperature", text)
-    for word, kind in _SYNONYMS.items():
-        text = re.sub(rf"\b{word}s?\b", kind, text)
+    text = _normalized(request, here)
     entities = tuple(entities)
     # The words of a device's name ("Kitchen Lights") name that device, not an area, a
     # kind or a device named by part of them ("Kitchen", a speaker): "turn off the kitchen

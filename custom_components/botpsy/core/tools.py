@@ -197,6 +197,10 @@ def _bound(value: Any) -> float | None:
     return int(value) if float(value).is_integer() else float(value)
 
 
+# Selectors whose argument is of one type, whatever their configuration.
+_PLAIN_SELECTORS: dict[str, ParamType] = {"boolean": "boolean", "text": "string", "color_rgb": "rgb"}
+
+
 def _param(spec: FieldSpec, entity: Entity) -> Param | None:
     """The argument `spec` gives for `entity`, or None if it cannot be offered."""
     kind, config = next(iter(spec.selector.items()), ("", None))
@@ -212,12 +216,8 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
             _bound(config.get("max")),
             unit=config.get("unit_of_measurement"),
         )
-    if kind == "boolean":
-        return Param(spec.name, "boolean", spec.required)
-    if kind == "text":
-        return Param(spec.name, "string", spec.required)
-    if kind == "color_rgb":
-        return Param(spec.name, "rgb", spec.required)
+    if kind in _PLAIN_SELECTORS:
+        return Param(spec.name, _PLAIN_SELECTORS[kind], spec.required)
     if kind == "color_temp":
         kelvin = config.get("unit") == "kelvin"
         low = entity.attributes.get("min_color_temp_kelvin", config.get("min")) if kelvin else config.get("min")
@@ -227,13 +227,18 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
         options = tuple(o["value"] if isinstance(o, Mapping) else str(o) for o in config.get("options", ()))
         return Param(spec.name, "enum", spec.required, options=options) if options else None
     if kind == "state":
-        attribute = config.get("attribute")
-        source = _OPTION_LISTS.get(attribute, f"{attribute}_list") if attribute else _STATE_LISTS.get(entity.domain)
-        values = entity.attributes.get(source) if source else None
-        if not values:
-            return None
-        return Param(spec.name, "enum", spec.required, options=tuple(str(v) for v in values))
+        return _state_param(spec, entity, config)
     return None
+
+
+def _state_param(spec: FieldSpec, entity: Entity, config: Mapping[str, Any]) -> Param | None:
+    """One of the states (or attribute values) `entity` lists as its options: they are its own."""
+    attribute = config.get("attribute")
+    source = _OPTION_LISTS.get(attribute, f"{attribute}_list") if attribute else _STATE_LISTS.get(entity.domain)
+    values = entity.attributes.get(source) if source else None
+    if not values:
+        return None
+    return Param(spec.name, "enum", spec.required, options=tuple(str(v) for v in values))
 
 
 def _required_alternative(
@@ -404,22 +409,28 @@ def _schema_param(
         values = tuple(str(o) for o in schema["enum"])
         if key in vocabulary:  # a domain or device class: only those of the home's devices
             values = tuple(v for v in values if v in vocabulary[key])
-        if not values:
-            return None if not required else Param(key, "string", required)
-        return Param(key, "enum", required, options=values)
+        return _one_of(key, values, required)
     if kind == "string":
-        # A device, area or floor is named by one of the home's names, never an invented one;
-        # a home without floors names none (an area's name written as a floor matches nothing).
-        noun = key.rpartition("_")[2]
-        if noun in vocabulary and not vocabulary[noun]:
-            return None if not required else Param(key, "string", required)
-        known = vocabulary.get(noun)
-        return Param(key, "enum", required, options=known) if known else Param(key, "string", required)
+        return _name_param(key, required, vocabulary)
     if kind in ("integer", "number"):
         return Param(key, kind, required, _bound(schema.get("minimum")), _bound(schema.get("maximum")))
-    if kind == "boolean":
-        return Param(key, "boolean", required)
-    return None
+    return Param(key, "boolean", required) if kind == "boolean" else None
+
+
+def _name_param(key: str, required: bool, vocabulary: Mapping[str, tuple[str, ...]]) -> Param | None:
+    """A string argument: a device, area or floor is named by one of the home's names, never an invented one."""
+    # A home without floors names none (an area's name written as a floor matches nothing).
+    noun = key.rpartition("_")[2]
+    if noun not in vocabulary:
+        return Param(key, "string", required)
+    return _one_of(key, vocabulary[noun], required)
+
+
+def _one_of(key: str, values: tuple[str, ...], required: bool) -> Param | None:
+    """One of `values`; where there are none, free text if the argument is required (else none)."""
+    if not values:
+        return None if not required else Param(key, "string", required)
+    return Param(key, "enum", required, options=values)
 
 
 def schema_tool(name: str, schema: Mapping[str, Any], vocabulary: Mapping[str, tuple[str, ...]]) -> Tool | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import codecs
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 import ctypes
 import functools
 import json
@@ -34,10 +34,10 @@ import llama_cpp
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 if TYPE_CHECKING or __package__:
-    from .constrained import Decoder, Vocabulary, parse_grammar
+    from .constrained import Decoder, Sampling, Vocabulary, parse_grammar
 else:  # run as a script: the module next to this file, looked up after everything else
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-    from constrained import Decoder, Vocabulary, parse_grammar
+    from constrained import Decoder, Sampling, Vocabulary, parse_grammar
 
 # State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
 # recurrent state), bounded by count and by bytes: least recently used go first. The
@@ -192,7 +192,7 @@ class Model:
         self._generated = False
         # Whether a snapshot may be restored and cut back (not where the model cannot cut).
         self._partial_restores = True
-        # The last generation's output: (token, whether it was forced), for tests.
+        # The last generation's output: (token, whether it was forced), for its timings and tests.
         self.last_output: list[tuple[int, bool]] = []
 
     def _token_text(self, token: int) -> str:
@@ -338,31 +338,37 @@ class Model:
         grammar = self.grammar(grammar_text) if grammar_text else None
         start, cached = self._reuse_prefix(tokens)
         # Same prompt, same answer: sampling is seeded (0 unless the request says otherwise).
-        decoder = Decoder(
-            self.vocab,
-            llm._ctx.ctx,
-            grammar,
+        sampling = Sampling(
             temperature=request["temperature"],
             top_k=request["top_k"],
             top_p=request["top_p"],
             seed=request["seed"] if request.get("seed") is not None else 0,
         )
+        decoder = Decoder(self.vocab, llm._ctx.ctx, grammar, sampling)
         try:
             llm.eval(tokens[start:])
             self._generated = True
-            yield from self._decode(request, decoder, tokens, cancelled, started, cached)
+            reason, first_token_at = yield from self._decode(request, decoder, tokens, cancelled)
+            ended = time.monotonic()
+            first_token_at = first_token_at or ended
+            forced = sum(was_forced for _, was_forced in self.last_output)
+            timings = {
+                "prompt_tokens": len(tokens),
+                "cached_tokens": cached,
+                "decoded_tokens": len(self.last_output) - forced,
+                "forced_tokens": forced,
+                "prompt_seconds": first_token_at - started,
+                "decode_seconds": ended - first_token_at,
+                "grammar_seconds": decoder.grammar_seconds,
+            }
+            yield {"done": {"reason": reason, "timings": timings}}
         finally:
             decoder.close()
 
     def _decode(
-        self,
-        request: dict[str, Any],
-        decoder: Decoder,
-        tokens: list[int],
-        cancelled: set[int],
-        started: float,
-        cached: int,
-    ) -> Iterator[dict[str, Any]]:
+        self, request: dict[str, Any], decoder: Decoder, tokens: list[int], cancelled: set[int]
+    ) -> Generator[dict[str, Any], None, tuple[str, float]]:
+        """Yield the text of the output after `tokens`; returns why it ended and when its first token came."""
         llm = self.llm
         stops: list[str] = request.get("stop") or []
         fast_forward = decoder.constrained and request.get("fast_forward", True)
@@ -371,10 +377,8 @@ class Model:
         utf8 = codecs.getincrementaldecoder("utf-8")("ignore")
         text = ""
         sent = 0
-        sampled = forced_count = 0
         first_token_at = 0.0
         reason = "length"
-        previous = tokens[-1]
         pending: list[int] = []  # output tokens the model has not evaluated yet
         forced = False
         while True:
@@ -383,8 +387,8 @@ class Model:
             # Right after forced text comes a choice (what is left of it is the token left
             # to sampling), so forced text is looked for after sampled tokens only.
             if fast_forward and not forced:
+                previous = output[-1][0] if output else tokens[-1]
                 new, complete = self._forced_tokens(decoder, previous, max_tokens - len(output))
-                forced_count += len(new)
             forced = bool(new)
             if not new and not complete:
                 if len(output) >= max_tokens:
@@ -400,17 +404,14 @@ class Model:
                     reason = "stop"
                     break
                 new = [token]
-                sampled += 1
             first_token_at = first_token_at or time.monotonic()
             output += [(t, forced) for t in new]
             pending += new
-            previous = new[-1] if new else previous
             text += utf8.decode(b"".join(self.vocab.piece(t) for t in new))
-            hit = min((i for i in (text.find(s, sent) for s in stops) if i >= 0), default=-1)
+            # The text ends at a stop string, or where the grammar does.
+            hit = min((i for i in (text.find(s, sent) for s in stops) if i >= 0), default=len(text) if complete else -1)
             if hit >= 0:
                 text = text[:hit]
-                reason = "stop"
-            elif complete:
                 reason = "stop"
             # Hold back a tail that may still become a stop string.
             safe = len(text) if reason == "stop" else _safe_length(text, stops)
@@ -421,18 +422,7 @@ class Model:
                 break
         if sent < len(text) and reason != "cancelled":
             yield {"text": text[sent:]}
-        ended = time.monotonic()
-        first_token_at = first_token_at or ended
-        timings = {
-            "prompt_tokens": len(tokens),
-            "cached_tokens": cached,
-            "decoded_tokens": sampled,
-            "forced_tokens": forced_count,
-            "prompt_seconds": first_token_at - started,
-            "decode_seconds": ended - first_token_at,
-            "grammar_seconds": decoder.grammar_seconds,
-        }
-        yield {"done": {"reason": reason, "timings": timings}}
+        return reason, first_token_at
 
     def _forced_tokens(self, decoder: Decoder, previous: int, budget: int) -> tuple[list[int], bool]:
         """Tokens of the text the grammar forces next, accepted into the grammar; and
