@@ -20,6 +20,7 @@ from .core.formats import detect_format
 from .core.json_grammar import json_schema_grammar
 from .entity import BotPsyLLMEntity
 from .generation import Generation
+from .prompt_builder import RoundCalls
 from .toolbox import Toolbox
 
 # The engine queues requests itself (one model, shared by every agent).
@@ -63,7 +64,7 @@ class BotPsyTaskEntity(ai_task.AITaskEntity, BotPsyLLMEntity):
         """One round without tools (JSON matching `json_schema` if given), streamed into the log."""
         template = self.engine.chat_template
         fmt = detect_format(template.source if template else None)
-        request = self.prompts.round_request(chat_log, Toolbox(), fmt, (), with_tools=False)
+        request = self.prompts.round_request(chat_log, Toolbox(), fmt, RoundCalls())
         if json_schema is not None:
             # Our grammar spells out ranges; llama.cpp's converter (or the server's) covers the rest.
             grammar = json_schema_grammar(json_schema) if self.engine.supports_grammar else None

@@ -19,6 +19,8 @@ action, each as exactly, do they run together.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
@@ -56,32 +58,37 @@ async def async_exact_calls(
     return calls or None
 
 
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """A request as HA's sentences hear it: the words, their language, HA's reading of the
+    whole (None where it reads none), and who asks from which device."""
+
+    utterance: str
+    language: str
+    recognized: Recognized | None
+    llm_context: llm.LLMContext | None
+    context: Context | None = None
+
+
 # Slots that say where or what a reading acts on; a reading with none acts on a kind of
 # device wherever the asker is (the satellite's area) or everywhere.
 _PLACING = ("name", "area", "floor")
 _VERB_BEFORE = ("name", "area", "floor", "domain", "device_class")
 
 
-async def async_exact_request(
-    hass: HomeAssistant,
-    toolbox: Toolbox,
-    utterance: str,
-    language: str,
-    recognized: Recognized | None,
-    llm_context: llm.LLMContext | None,
-    context: Context | None = None,
-) -> list[ToolCall] | None:
-    """BotPsy's calls for the request as HA's sentences read it: the whole (`recognized`),
-    or every part it joins; None where any of it is not read exactly."""
-    if recognized is not None and recognized.intent is not None:
-        return await async_exact_calls(hass, toolbox, recognized, llm_context)
-    parts = joined_parts(utterance, language)
+async def async_exact_request(hass: HomeAssistant, toolbox: Toolbox, heard: Heard) -> list[ToolCall] | None:
+    """BotPsy's calls for the request as HA's sentences read it: the whole, or every part
+    it joins; None where any of it is not read exactly."""
+    llm_context = heard.llm_context
+    if heard.recognized is not None and heard.recognized.intent is not None:
+        return await async_exact_calls(hass, toolbox, heard.recognized, llm_context)
+    parts = joined_parts(heard.utterance, heard.language)
     if len(parts) < 2 or llm_context is None:
         return None
     readings: list[Recognized] = []
     verb = ""
     for part in parts:
-        reading = await _async_read_part(hass, part, verb, language, llm_context, context)
+        reading = await _async_read_part(hass, part, verb, heard)
         if reading is None:
             return None
         readings.append(reading)
@@ -100,14 +107,7 @@ async def async_exact_request(
     return calls
 
 
-async def _async_read_part(
-    hass: HomeAssistant,
-    part: str,
-    verb: str,
-    language: str,
-    llm_context: llm.LLMContext,
-    context: Context | None,
-) -> Recognized | None:
+async def _async_read_part(hass: HomeAssistant, part: str, verb: str, heard: Heard) -> Recognized | None:
     """HA's reading of one part as an action: with the verb of the part before it ("the
     kettle" after "turn on the hall light"; that verb's last word, an article, left out
     where the part brings its own), else as said. The verb comes first: HA reads a bare
@@ -115,7 +115,8 @@ async def _async_read_part(
     tried = [f"{verb} {part}", f"{verb.rsplit(maxsplit=1)[0]} {part}" if " " in verb else ""] if verb else []
     tried.append(part)
     for text in filter(None, tried):
-        reading = await async_recognize(hass, text, language, device_id=llm_context.device_id, context=context)
+        device_id = heard.llm_context.device_id if heard.llm_context else None
+        reading = await async_recognize(hass, text, heard.language, device_id=device_id, context=heard.context)
         if reading is not None and reading.intent is not None:
             return None if reading.intent in QUESTION_INTENTS else reading
     return None
@@ -130,31 +131,23 @@ def _verb_of(part: str, reading: Recognized) -> str:
     return part[: min(starts)].strip() if starts else ""
 
 
-async def async_exact_answer(
-    hass: HomeAssistant,
-    chat_log: conversation.ChatLog,
-    utterance: str,
-    language: str,
-    recognized: Recognized | None,
-    llm_context: llm.LLMContext | None,
-    context: Context,
-) -> str | None:
+async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog, heard: Heard) -> str | None:
     """HA's own answer to a question its sentences read exactly ("is the kitchen window
     open?", "how many lights are on?", the weather): its intents that only read, handled
     as the Assist pipeline handles them locally, and said in the request's language with
     HA's own responses. None where HA reads no question or cannot answer it."""
-    if recognized is None or recognized.intent not in QUESTION_INTENTS:
+    if heard.recognized is None or heard.recognized.intent not in QUESTION_INTENTS:
         return None
     agent = get_agent_manager(hass).default_agent
     if agent is None:
         return None
     user_input = conversation.ConversationInput(
-        text=utterance,
-        context=context,
+        text=heard.utterance,
+        context=heard.context or Context(),
         conversation_id=chat_log.conversation_id,
-        device_id=llm_context.device_id if llm_context else None,
+        device_id=heard.llm_context.device_id if heard.llm_context else None,
         satellite_id=None,
-        language=language,
+        language=heard.language,
         agent_id=conversation.HOME_ASSISTANT_AGENT,
     )
     response = await agent.async_handle_intents(

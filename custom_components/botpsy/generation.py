@@ -8,6 +8,7 @@ or dropped (a repeat of one already run, or one the request does not allow).
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass, field
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -37,29 +38,33 @@ async def async_say(chat_log: conversation.ChatLog, agent_id: str, text: str) ->
         pass
 
 
+@dataclass(slots=True)
+class CallPolicy:
+    """Which of the calls a round writes may run: the request decides (`request`), the
+    generation applies it as it runs them."""
+
+    # The confirmation and permission check of each call (None: every call may run).
+    gate: Callable[[ToolCall], Awaitable[Verdict]] | None = None
+    # Every call run this turn (shared by its rounds): a repeat is not run again.
+    ran: set[str] = field(default_factory=set)
+    # A call the request does not allow (an action for a question, a device it does not name).
+    refuse: Callable[[ToolCall], bool] = lambda _call: False
+    # One call written for every device that fits, as the calls for each of them.
+    spread: Callable[[ToolCall], list[ToolCall]] = lambda call: [call]
+    # False in the last round: the calls the model still writes are not run.
+    allow_calls: bool = True
+
+
 class Generation:
     """One generation: streams plain text as it comes, holds back and parses calls."""
 
     def __init__(
-        self,
-        fmt: CallFormat | None,
-        stats: EngineStats,
-        *,
-        stream_text: bool = True,
-        gate: Callable[[ToolCall], Awaitable[Verdict]] | None = None,
-        allow_calls: bool = True,
-        ran: set[str] | None = None,
-        refuse: Callable[[ToolCall], bool] = lambda _call: False,
-        spread: Callable[[ToolCall], list[ToolCall]] = lambda call: [call],
+        self, fmt: CallFormat | None, stats: EngineStats, policy: CallPolicy | None = None, *, stream_text: bool = True
     ) -> None:
         self.fmt = fmt
-        self._ran = ran if ran is not None else set()
-        self._refuse = refuse
-        self._spread = spread
-        self.allow_calls = allow_calls
+        self.policy = policy if policy is not None else CallPolicy()
         self.stats = stats
         self.stream_text = stream_text
-        self._gate = gate
         self.held: list[tuple[ToolCall, Risk]] = []
         self.refused: list[tuple[ToolCall, str]] = []  # by the gate, with the reason
         self.text = ""  # the model's whole output
@@ -114,8 +119,10 @@ class Generation:
         limit = self.fmt.shown_length(text, final=True) if self.fmt else len(text)
         if limit > sent and self.stream_text:
             yield {"content": text[sent:limit]}
-        written = self.parsed.calls + server_calls if self.allow_calls else []
-        async for delta in self._run([spread for written_call in written for spread in self._spread(written_call)]):
+        written = self.parsed.calls + server_calls if self.policy.allow_calls else []
+        async for delta in self._run(
+            [spread for written_call in written for spread in self.policy.spread(written_call)]
+        ):
             yield delta
 
     async def stream_calls(
@@ -132,11 +139,12 @@ class Generation:
     ) -> AsyncGenerator[conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict]:
         """The round's calls to the chat log (which runs them), held or refused."""
         calls: list[ToolCall] = []
+        policy = self.policy
         for call in written:
-            if (signature := json_dumps([call.name, call.arguments])) in self._ran or self._refuse(call):
+            if (signature := json_dumps([call.name, call.arguments])) in policy.ran or policy.refuse(call):
                 continue  # the same call again (a small model's loop, its result is known), or not allowed
-            self._ran.add(signature)
-            verdict = await self._gate(call) if self._gate else None
+            policy.ran.add(signature)
+            verdict = await policy.gate(call) if policy.gate else None
             if isinstance(verdict, str):
                 self.refused.append((call, verdict))
             elif verdict is not None:

@@ -306,13 +306,7 @@ def first_words(intents: Intents) -> FirstWords:
 def _starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
     """The words `expression` can start with, and whether it can be empty."""
     if isinstance(expression, TextChunk):
-        text = expression.text.casefold().lstrip()
-        said: list[str] = _WORD.findall(text)
-        if not said:
-            return set(), True
-        # A word cut short by the chunk's end goes on in what follows it.
-        whole = (len(text) > len(said[0]) and not text[len(said[0])].isalnum()) or len(said) > 1
-        return ({said[0] if whole else said[0] + "*"}, False)
+        return _chunk_starts(expression)
     if isinstance(expression, ListReference):
         return {_NAME}, False
     if isinstance(expression, RuleReference):
@@ -325,6 +319,24 @@ def _starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[
         alternatives: set[str] = set().union(*(w for w, _empty in found))
         empty = isinstance(expression, Alternative) and (expression.is_optional or any(e for _w, e in found))
         return alternatives, empty or not found
+    return _sequence_starts(expression, rules, seen)
+
+
+def _chunk_starts(chunk: TextChunk) -> tuple[set[str], bool]:
+    """The word a piece of text starts with ("word*" where it goes on in what follows the
+    chunk), and whether it is empty."""
+    text = chunk.text.casefold().lstrip()
+    said: list[str] = _WORD.findall(text)
+    if not said:
+        return set(), True
+    # A word cut short by the chunk's end goes on in what follows it.
+    whole = (len(text) > len(said[0]) and not text[len(said[0])].isalnum()) or len(said) > 1
+    return ({said[0] if whole else said[0] + "*"}, False)
+
+
+def _sequence_starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
+    """A sequence starts with its first item's words, and the next item's where that can
+    be empty; it is empty if all its items can be."""
     starts: set[str] = set()
     for item in getattr(expression, "items", ()):
         words, empty = _starts(item, rules, seen)

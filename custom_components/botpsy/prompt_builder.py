@@ -22,7 +22,6 @@ its own turn if its prompt starts with the previous prompt and the model's outpu
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,6 +58,7 @@ from .core.engine import Engine, GenerateRequest
 from .core.errors import EngineError
 from .core.formats import CallFormat
 from .core.grammar import compile_grammar, said_spans
+from .core.lru_cache import LruCache
 from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later_turn
 from .core.requested import NAMES_NOTHING, Named
 from .core.shortlist import SMALL_HOME
@@ -131,21 +131,17 @@ class ConversationPrompts:
     """Per conversation: the user turns as sent, and what the engine last saw."""
 
     def __init__(self, size: int = MAX_CONVERSATIONS) -> None:
-        self._size = size
-        self._conversations: OrderedDict[str, _Conversation] = OrderedDict()
+        self._conversations: LruCache[str, _Conversation] = LruCache(size)
 
     def _get(self, conversation_id: str) -> _Conversation:
-        item = self._conversations.get(conversation_id)
-        if item is None:
-            item = self._conversations[conversation_id] = _Conversation()
-            while len(self._conversations) > self._size:
-                self._conversations.popitem(last=False)
-        self._conversations.move_to_end(conversation_id)
-        return item
+        """The conversation's record (a new one if it has none), now the most recent."""
+        if conversation_id not in self._conversations:
+            self._conversations[conversation_id] = _Conversation()
+        return self._conversations[conversation_id]
 
     def user_text(self, conversation_id: str, content: conversation.UserContent) -> str | None:
         """The text `content` was sent to the model with, if it was."""
-        item = self._conversations.get(conversation_id)
+        item = self._conversations.peek(conversation_id)
         return item.user_texts.get((content.created, content.content)) if item else None
 
     def set_user_text(
@@ -171,7 +167,7 @@ class ConversationPrompts:
         Only inserted after a reply's header, where the last prompt had them and this one
         does not; any other difference is left as rendered.
         """
-        item = self._conversations.get(conversation_id)
+        item = self._conversations.peek(conversation_id)
         if item is None or not item.seen or not extra.extra:
             return prompt
         seen = item.seen
@@ -248,6 +244,20 @@ class Prefix:
     entity_ids: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class RoundCalls:
+    """The calls a round may write: any only `with_tools`, only BotPsy's reading ones if
+    `read_only`, on the shortlisted devices (`entity_ids`) and what the request names; no
+    text instead of a call if `must_call`; at most one call if `one_call`."""
+
+    entity_ids: Sequence[str] = ()
+    with_tools: bool = False
+    read_only: bool = False
+    named: Named = NAMES_NOTHING
+    must_call: bool = False
+    one_call: bool = False
+
+
 class PromptBuilder:
     """One agent's prompts: each round's request, and the cacheable prefix alone."""
 
@@ -260,7 +270,7 @@ class PromptBuilder:
         self._too_big_logged = False
         self._lines = DeviceLines()
         # A bigger home's devices that requests were about, the latest last.
-        self._working: OrderedDict[str, None] = OrderedDict()
+        self._working: LruCache[str, None] = LruCache(SMALL_HOME)
         # Told when the block's devices change (the working set moved): the warm-up refreshes.
         self.on_block_change: Callable[[], None] | None = None
         # The template and what the prefix's stable part was last rendered from.
@@ -280,26 +290,15 @@ class PromptBuilder:
         return self._extra[1]
 
     def round_request(
-        self,
-        chat_log: conversation.ChatLog,
-        toolbox: Toolbox,
-        fmt: CallFormat,
-        entity_ids: Sequence[str],
-        *,
-        with_tools: bool,
-        read_only: bool = False,
-        named: Named = NAMES_NOTHING,
-        must_call: bool = False,
-        one_call: bool = False,
+        self, chat_log: conversation.ChatLog, toolbox: Toolbox, fmt: CallFormat, calls: RoundCalls
     ) -> GenerateRequest:
-        """The request of one generation round (calls allowed only if `with_tools`, and only
-        BotPsy's reading ones if `read_only`; no text instead of a call if `must_call`; at
-        most one call if `one_call`).
+        """The request of one generation round, allowing the `calls` it may write.
 
         The prompt shows every tool in every round (a stable prefix); the grammar allows
         the shortlisted targets only, and no call at all when calls are not allowed. An
         engine without grammars gets no tools when calls are not allowed.
         """
+        entity_ids, named, with_tools, read_only = calls.entity_ids, calls.named, calls.with_tools, calls.read_only
         options = self.subentry.data
         template = self._engine.chat_template
         constrained = self._engine.supports_grammar and template is not None and toolbox.others_constrainable
@@ -310,14 +309,14 @@ class PromptBuilder:
             schemas = toolbox.schemas(tools)
         if with_tools:
             tools += toolbox.others_for_request(entity_ids, named, read_only=read_only)
-        allow_text = not (must_call and tools)
+        allow_text = not (calls.must_call and tools)
         users = [c for c in chat_log.content if isinstance(c, conversation.UserContent)]
         grammar = None
         if constrained and offered:
             # Free text a call carries is said by the user, in this turn or the two before it.
             said = said_spans([c.content for c in users[-3:]])
             grammar = compile_grammar(
-                tuple(tools), fmt, allow_text=allow_text, said=said, **({"max_calls": 1} if one_call else {})
+                tuple(tools), fmt, allow_text=allow_text, said=said, **({"max_calls": 1} if calls.one_call else {})
             )
         conversation_id = chat_log.conversation_id
         turn = users[-1] if users else None
@@ -408,9 +407,6 @@ class PromptBuilder:
         before = list(self._working)
         for entity_id in entity_ids:
             self._working[entity_id] = None
-            self._working.move_to_end(entity_id)
-        while len(self._working) > SMALL_HOME:
-            self._working.popitem(last=False)
         if set(self._working) != set(before) and self.on_block_change is not None:
             self.on_block_change()
 

@@ -19,7 +19,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
 from functools import partial
 import re
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,7 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.engine import TextDelta
+from .core.engine import GenerateRequest, TextDelta
 from .core.errors import EngineError
 from .core.formats import CallFormat, ToolCall, detect_format
 from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
@@ -51,8 +52,8 @@ from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
-from .exact import async_exact_answer, async_exact_request
-from .generation import Generation, async_say, engine_failure
+from .exact import Heard, async_exact_answer, async_exact_request
+from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
     Recognized,
     async_recognize,
@@ -62,6 +63,7 @@ from .language import (
     reads_english,
 )
 from .phrases import Phrases, async_phrases
+from .prompt_builder import RoundCalls
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
 from .undo import async_undo
@@ -101,18 +103,11 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     scope = Scope.of(agent.hass, chat_log, utterance, language, recognized)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
+    heard = Heard(utterance, language, recognized, llm_context, context)
     # What HA's own sentences read exactly is done as they read it (see `exact`).
-    exact = (
-        await async_exact_request(agent.hass, scope.toolbox, utterance, language, recognized, llm_context, context)
-        if prefer_local
-        else None
-    )
+    exact = await async_exact_request(agent.hass, scope.toolbox, heard) if prefer_local else None
     # A question HA's sentences read exactly gets HA's own answer (see `exact`).
-    reply = (
-        await async_exact_answer(agent.hass, chat_log, utterance, language, recognized, llm_context, context)
-        if prefer_local and not exact
-        else None
-    )
+    reply = await async_exact_answer(agent.hass, chat_log, heard) if prefer_local and not exact else None
     if reply is None and not exact:
         reply = scope.early_answer()
     if reply is None and not exact and (holder := scope.holder_asked_about()) is not None:
@@ -368,63 +363,108 @@ async def _async_rounds(
     """Generation rounds until the request is done; the reply, or None if the model's
     text (already streamed) is the reply or a confirmation was asked for. `exact`: the
     first round's calls, as HA's sentences read the request (no model)."""
-    options = agent.subentry.data
-    rounds = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
-    toolbox = scope.toolbox
-    gate = call_gate(agent.hass, toolbox, confirm=bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY)))
-    fmt = _call_format(agent)
-    results: list[dict[str, Any]] = []
-    done: list[dict[str, Any]] = []  # HA's intents that acted, as our results say it
-    ran: set[str] = set()  # every call run this turn: a repeat is not run again
-    said: list[dict[str, Any]] = []  # what earlier rounds did, when a round is asked for the rest
-    named = scope.named
-    for round_number in range(rounds + 1):
+    rounds = _Rounds.start(agent, chat_log, scope)
+    for number in range(rounds.limit + 1):
         # BotPsy's actions or HA's intents that failed (an intent HA refused is no less a failure).
-        failed = [r for r in results if r.get("error") and toolbox.writes(r["name"])]
-        if round_number == rounds and failed:
+        failed = rounds.failed()
+        if number == rounds.limit and failed:
             break
         # A question, once something was read, is answered with what was read.
-        if scope.question and (facts := scope.said_states(results)):
+        if scope.question and (facts := scope.said_states(rounds.results)):
             return facts
-        with_tools = round_number < rounds and not (scope.question and results)
-        if exact is not None and round_number == 0:
+        if exact is not None and number == 0:
             # HA's reading is whole: what it acts on is neither narrowed nor spread again.
-            generation = Generation(fmt, agent.stats, gate=gate, ran=ran)
-            request = None
+            generation, request = Generation(rounds.fmt, agent.stats, rounds.policy), None
             stream = generation.stream_calls(exact)
         else:
-            request = agent.prompts.round_request(
-                chat_log,
-                toolbox,
-                fmt,
-                scope.entity_ids,
-                with_tools=with_tools,
-                read_only=scope.question,
-                named=named,
-                # A request for an action on what fits it is answered by a call first: a
-                # model that would rather explain the call (in text) makes it; so is the
-                # rest of a request for several things.
-                must_call=(round_number == 0 or named is not scope.named) and with_tools and not scope.question,
-                # A request for one thing is one call (one for every device that fits is
-                # spread over them), in any language: a small model otherwise writes it
-                # again and again, or reads every area instead of acting.
-                one_call=not (named.several or scope.question or scope.joined),
-            )
             # After a failed action, text is held back: it could claim what did not happen.
-            # The last round allows no calls: those the model still writes are not run.
-            generation = Generation(
-                fmt,
-                agent.stats,
-                stream_text=not failed,
-                gate=gate,
-                allow_calls=with_tools,
-                ran=ran,
-                # Whatever the model writes, a question runs no action,
-                # and no action on a device that does not fit what the request names.
-                refuse=partial(scope.refuses, named=named),
-                spread=partial(toolbox.spread, named=named),
-            )
+            generation, request = rounds.generation(number, stream_text=not failed)
             stream = generation.stream(agent.engine, request)
+        new, outcomes = await rounds.async_run(number, generation, request, stream)
+        if generation.held:
+            await rounds.async_ask(generation, new)
+            return None
+        if not generation.calls:
+            parsed = generation.parsed
+            if not failed and parsed is not None and parsed.errors and not parsed.content:
+                return scope.sorry("no_sense", "Sorry, I could not make sense of the model's answer.")
+            break
+        if (reply := rounds.after(number, new, outcomes, has_request=request is not None)) is not None:
+            return reply
+    return rounds.reply_at_end()
+
+
+@dataclass(slots=True)
+class _Rounds:
+    """The generation rounds of one request, and what they have done so far."""
+
+    agent: BotPsyLLMEntity
+    chat_log: conversation.ChatLog
+    scope: Scope
+    # Rounds with tools (one more may follow without them).
+    limit: int
+    fmt: CallFormat
+    # The confirmation gate, and every call run this turn (a repeat is not run again).
+    policy: CallPolicy
+    # What is left to do: what the request names, or the rest of it after a round.
+    named: Named
+    results: list[dict[str, Any]] = field(default_factory=list)
+    done: list[dict[str, Any]] = field(default_factory=list)  # HA's intents that acted, as our results say it
+    said: list[dict[str, Any]] = field(default_factory=list)  # what earlier rounds did, when one does the rest
+
+    @classmethod
+    def start(cls, agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope) -> _Rounds:
+        """The rounds of a request, with the agent's options."""
+        options = agent.subentry.data
+        confirm = bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY))
+        policy = CallPolicy(gate=call_gate(agent.hass, scope.toolbox, confirm=confirm))
+        limit = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
+        return cls(agent, chat_log, scope, limit, _call_format(agent), policy, scope.named)
+
+    def failed(self) -> list[dict[str, Any]]:
+        """BotPsy's actions or HA's intents that failed so far."""
+        return [r for r in self.results if r.get("error") and self.scope.toolbox.writes(r["name"])]
+
+    def generation(self, number: int, *, stream_text: bool) -> tuple[Generation, GenerateRequest]:
+        """Round `number`'s prompt, and what of the calls it writes may run."""
+        scope, named = self.scope, self.named
+        with_tools = number < self.limit and not (scope.question and self.results)
+        calls = RoundCalls(
+            scope.entity_ids,
+            with_tools=with_tools,
+            read_only=scope.question,
+            named=named,
+            # A request for an action on what fits it is answered by a call first: a
+            # model that would rather explain the call (in text) makes it; so is the
+            # rest of a request for several things.
+            must_call=(number == 0 or named is not scope.named) and with_tools and not scope.question,
+            # A request for one thing is one call (one for every device that fits is
+            # spread over them), in any language: a small model otherwise writes it
+            # again and again, or reads every area instead of acting.
+            one_call=not (named.several or scope.question or scope.joined),
+        )
+        request = self.agent.prompts.round_request(self.chat_log, scope.toolbox, self.fmt, calls)
+        # Whatever the model writes, a question runs no action, and no action on a device
+        # that does not fit what the request names. The last round allows no calls: those
+        # the model still writes are not run.
+        policy = replace(
+            self.policy,
+            allow_calls=with_tools,
+            refuse=partial(scope.refuses, named=named),
+            spread=partial(scope.toolbox.spread, named=named),
+        )
+        return Generation(self.fmt, self.agent.stats, policy, stream_text=stream_text), request
+
+    async def async_run(
+        self,
+        number: int,
+        generation: Generation,
+        request: GenerateRequest | None,
+        stream: AsyncIterator[conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict],
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
+        """The round through the chat log (which runs its calls): its results, and the
+        outcome of each (None where it did not do what was asked)."""
+        agent, toolbox = self.agent, self.scope.toolbox
         # What HA's intents change is seen against the states before the round (BotPsy's
         # own tools report their changes themselves).
         before = (
@@ -432,67 +472,79 @@ async def _async_rounds(
             if toolbox.others
             else {}
         )
-        async for content in chat_log.async_add_delta_content_stream(agent.entity_id, stream):
+        async for content in self.chat_log.async_add_delta_content_stream(agent.entity_id, stream):
             if isinstance(content, conversation.ToolResultContent):
                 data: dict[str, Any] = dict(content.result.data or {})
                 # HA's intents answer without the call's slots: the reply names what was asked.
                 asked = next((c.tool_args for c in generation.calls if c.id == content.tool_call_id), {})
-                results.append({"arguments": asked, **data, "name": content.tool_name})
+                self.results.append({"arguments": asked, **data, "name": content.tool_name})
                 # What the search found can be acted on in the next round.
-                scope.entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
+                self.scope.entity_ids += [str(found["entity_id"]) for found in data.get("entities") or []]
         if request is not None:
-            agent.prompts.record(chat_log.conversation_id, request, generation.text)
-            chat_log.async_trace(generation.trace())
+            agent.prompts.record(self.chat_log.conversation_id, request, generation.text)
+            self.chat_log.async_trace(generation.trace())
             if agent.warmup is not None and request.prompt is not None and generation.timings is not None:
                 agent.warmup.async_served(request.prompt, generation.timings)
-        new = results[len(results) - len(generation.calls) :]
+        new = self.results[len(self.results) - len(generation.calls) :]
         LOGGER.debug(
             "Request %r, round %d: %d entities shortlisted, grammar %d bytes, calls %s, held %s, results %s",
-            scope.utterance,
-            round_number,
-            len(scope.entity_ids),
+            self.scope.utterance,
+            number,
+            len(self.scope.entity_ids),
             len(request.grammar or "") if request else 0,
             [(c.tool_name, c.tool_args) for c in generation.calls],
             generation.held,
             new,
         )
-        if generation.held:
-            # Whatever else ran is reported with the question.
-            if done := [r for r in new if is_action(toolbox.compiled, r["name"])]:
-                await async_say(chat_log, agent.entity_id, scope.said_done(done))
-            await async_ask_confirmation(agent.hass, chat_log, agent.entity_id, generation.held, scope.phrases)
-            return None
-        if not generation.calls:
-            parsed = generation.parsed
-            if not failed and parsed is not None and parsed.errors and not parsed.content:
-                return scope.sorry("no_sense", "Sorry, I could not make sense of the model's answer.")
-            break
-        # Actions all done (BotPsy's, or HA's intents): say what changed. Reads and
-        # failures go back to the model for another round.
         ours = {r["name"] for r in new if is_action(toolbox.compiled, r["name"])}
         outcomes = [
             r if r["name"] in ours and not r.get("error") else intent_outcome(agent.hass, r, before) for r in new
         ]
-        done += [o for o in outcomes if o is not None and o.get("intent")]
-        if all(outcomes):
-            said += [o for o in outcomes if o is not None]
-            # "The kettle and the hall light", one call written: the next round does the rest.
-            acted = [e for r in new for i in _acted_on(r) if (e := toolbox.home.entity(i)) is not None]
-            rest = named.rest(acted, toolbox.actionable()) if round_number + 1 < rounds and request else None
-            if rest is None:
-                return scope.said_done(said)
-            named = rest
-            continue
-    # BotPsy's actions, and HA's intents that failed (those that acted are in `done`).
-    writes = [
-        r for r in results if is_action(toolbox.compiled, r["name"]) or (r.get("error") and toolbox.writes(r["name"]))
-    ]
-    if actions := writes + done:
-        return scope.said_done(actions)
-    last = chat_log.content[-1]
-    if not isinstance(last, conversation.AssistantContent) or not last.content:
-        return scope.sorry("not_finished", "Sorry, I could not finish that request.")
-    return None
+        return new, outcomes
+
+    async def async_ask(self, generation: Generation, new: list[dict[str, Any]]) -> None:
+        """Ask the user to confirm the calls the round held; whatever else ran is reported
+        with the question."""
+        agent, scope = self.agent, self.scope
+        if done := [r for r in new if is_action(scope.toolbox.compiled, r["name"])]:
+            await async_say(self.chat_log, agent.entity_id, scope.said_done(done))
+        await async_ask_confirmation(agent.hass, self.chat_log, agent.entity_id, generation.held, scope.phrases)
+
+    def after(
+        self, number: int, new: list[dict[str, Any]], outcomes: list[dict[str, Any] | None], *, has_request: bool
+    ) -> str | None:
+        """After a round that ran calls: the reply, when its actions (BotPsy's, or HA's
+        intents) all did what was asked and nothing is left; else None, and the next round
+        does the rest or reads what failed."""
+        self.done += [o for o in outcomes if o is not None and o.get("intent")]
+        if not all(outcomes):
+            return None
+        self.said += [o for o in outcomes if o is not None]
+        # "The kettle and the hall light", one call written: the next round does the rest.
+        toolbox = self.scope.toolbox
+        acted = [e for r in new for i in _acted_on(r) if (e := toolbox.home.entity(i)) is not None]
+        rest = self.named.rest(acted, toolbox.actionable()) if number + 1 < self.limit and has_request else None
+        if rest is None:
+            return self.scope.said_done(self.said)
+        self.named = rest
+        return None
+
+    def reply_at_end(self) -> str | None:
+        """The reply once no round is left or the model wrote no call: what the actions did,
+        else None where the model's own text (streamed) is the reply."""
+        toolbox = self.scope.toolbox
+        # BotPsy's actions, and HA's intents that failed (those that acted are in `done`).
+        writes = [
+            r
+            for r in self.results
+            if is_action(toolbox.compiled, r["name"]) or (r.get("error") and toolbox.writes(r["name"]))
+        ]
+        if actions := writes + self.done:
+            return self.scope.said_done(actions)
+        last = self.chat_log.content[-1]
+        if not isinstance(last, conversation.AssistantContent) or not last.content:
+            return self.scope.sorry("not_finished", "Sorry, I could not finish that request.")
+        return None
 
 
 async def async_plan(agent: BotPsyLLMEntity, text: str, context: Context, language: str | None) -> list[dict[str, Any]]:
@@ -520,7 +572,8 @@ async def async_plan(agent: BotPsyLLMEntity, text: str, context: Context, langua
         fmt = _call_format(agent)
         entity_ids = shortlist(toolbox.home.entities, text)
         named = named_in(text, toolbox.home.entities)
-        request = agent.prompts.round_request(chat_log, toolbox, fmt, entity_ids, with_tools=True, named=named)
+        calls = RoundCalls(entity_ids, with_tools=True, named=named)
+        request = agent.prompts.round_request(chat_log, toolbox, fmt, calls)
         output = ""
         try:
             async for event in agent.engine.generate(request):

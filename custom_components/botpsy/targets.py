@@ -178,28 +178,28 @@ async def _async_intent_targets(
     raise UnresolvedError(f"{tool.intent_type} answered without acting on a device I could check")
 
 
-async def async_call_targets(
-    hass: HomeAssistant,
-    call: ToolCall,
-    *,
-    compiled: Sequence[Tool],
-    others: Sequence[llm.Tool],
-    home: Home,
-    llm_context: llm.LLMContext | None,
+def own_call_targets(call: ToolCall, compiled: Sequence[Tool], home: Home) -> list[Target] | None:
+    """The device a call of BotPsy's own tools will act on, with its service ([] for a read,
+    or a call that will be refused); None where `call` is not one of them."""
+    if not any(t.name == call.name for t in compiled):
+        return None
+    try:
+        valid = validate_call(call, {t.key: t for t in compiled})
+    except CallRejectedError:
+        return []  # refused the same way when it runs
+    if not valid.entity_id or valid.tool.read_only:
+        return []
+    entity = home.entity(valid.entity_id)
+    name = entity.name if entity else valid.entity_id
+    return [Target(valid.entity_id, name, valid.tool.service, entity.device_class if entity else None)]
+
+
+async def async_intent_call_targets(
+    hass: HomeAssistant, call: ToolCall, others: Sequence[llm.Tool], llm_context: llm.LLMContext | None
 ) -> list[Target]:
-    """The devices `call` will act on when it runs, each with its service; [] for a call
-    that acts on none (a read, or one that will be refused). UnresolvedError if a call
+    """The devices a call of another API's tool (HA's intents) will act on when it runs,
+    each with its service; [] for a tool that acts on no device. UnresolvedError if a call
     that may act on a device cannot be checked: it must not run unchecked."""
-    if any(t.name == call.name for t in compiled):
-        try:
-            valid = validate_call(call, {t.key: t for t in compiled})
-        except CallRejectedError:
-            return []  # refused the same way when it runs
-        if not valid.entity_id or valid.tool.read_only:
-            return []
-        entity = home.entity(valid.entity_id)
-        name = entity.name if entity else valid.entity_id
-        return [Target(valid.entity_id, name, valid.tool.service, entity.device_class if entity else None)]
     tool = intent_tool(others, call.name)
     if tool is None:
         return []  # not a device tool (a script the user exposed, another API's tool)

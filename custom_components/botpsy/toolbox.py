@@ -22,7 +22,7 @@ from .core.shortlist import restrict
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
 from .llm_api import CompiledTool
-from .targets import Target, UnresolvedError, async_call_targets, states_named
+from .targets import Target, UnresolvedError, async_intent_call_targets, own_call_targets, states_named
 
 
 @dataclass(slots=True)
@@ -181,12 +181,14 @@ class Toolbox:
         return ToolCall(call.name, {**call.arguments, "domain": domains.pop()})
 
     async def async_targets(self, call: ToolCall) -> list[Target]:
-        """The devices `call` will act on when it runs (see `targets`)."""
+        """The devices `call` will act on when it runs, each with its service: the one rule
+        for which devices a call acts on (see `targets`); [] for a call that acts on none."""
+        own = own_call_targets(call, self.compiled, self.home)
+        if own is not None:
+            return own
         if self.hass is None:
             raise UnresolvedError("no Home Assistant to check the call against")
-        return await async_call_targets(
-            self.hass, call, compiled=self.compiled, others=self.others, home=self.home, llm_context=self.llm_context
-        )
+        return await async_intent_call_targets(self.hass, call, self.others, self.llm_context)
 
     def _action_targets(self) -> set[str]:
         """The devices BotPsy's own actions can act on."""

@@ -17,7 +17,6 @@ text answer, where nothing is forced, gets the rest of its tokens from one reque
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 import contextlib
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from .engine import (
     ToolCallDelta,
 )
 from .errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
+from .lru_cache import LruCache
 
 CONNECT_TIMEOUT = 10.0
 # A streamed answer may be silent this long between two events (llama-server sends
@@ -84,12 +84,12 @@ class RemoteEngine:
         # One generation at a time, queued here: a server with one slot would hold the
         # others without a byte, and their silence would read as a dead server.
         self._turn = asyncio.Lock()
-        self._grammars: OrderedDict[str, gbnf.Grammar | None] = OrderedDict()
+        self._grammars: LruCache[str, gbnf.Grammar | None] = LruCache(MAX_GRAMMARS)
         # Whether the server says which tokens it sampled (the fast path needs them).
         self._token_ids = True
         # The server's splits of forced text (with the token before it): the same calls
         # force the same text request after request.
-        self._splits: OrderedDict[str, list[tuple[int, bytes]] | None] = OrderedDict()
+        self._splits: LruCache[str, list[tuple[int, bytes]] | None] = LruCache(MAX_SPLITS)
         self.last_timings: Timings | None = None
 
     @property
@@ -248,7 +248,6 @@ class RemoteEngine:
             return None
         text = request.grammar
         if text in self._grammars:
-            self._grammars.move_to_end(text)
             grammar = self._grammars[text]
         else:
             try:
@@ -257,8 +256,6 @@ class RemoteEngine:
                 _LOGGER.debug("No fast path for this grammar: %s", err)
                 grammar = None
             self._grammars[text] = grammar
-            while len(self._grammars) > MAX_GRAMMARS:
-                self._grammars.popitem(last=False)
         if grammar is None:
             return None
         try:
@@ -270,7 +267,6 @@ class RemoteEngine:
     async def _split(self, text: str) -> list[tuple[int, bytes]] | None:
         """The server's tokens of `text` (ids and bytes), remembered; None if it did not say."""
         if text in self._splits:
-            self._splits.move_to_end(text)
             return self._splits[text]
         data = await self._post_json("/tokenize", {"content": text, "with_pieces": True})
         found = data.get("tokens") if isinstance(data, dict) else None
@@ -281,8 +277,6 @@ class RemoteEngine:
         except (KeyError, TypeError, ValueError):
             split = None
         self._splits[text] = split
-        while len(self._splits) > MAX_SPLITS:
-            self._splits.popitem(last=False)
         return split
 
     async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:

@@ -35,9 +35,11 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 if TYPE_CHECKING or __package__:
     from .constrained import Decoder, Sampling, Vocabulary, parse_grammar
+    from .lru_cache import LruCache
 else:  # run as a script: the module next to this file, looked up after everything else
     sys.path.append(os.path.dirname(os.path.abspath(__file__)))
     from constrained import Decoder, Sampling, Vocabulary, parse_grammar
+    from lru_cache import LruCache
 
 # State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
 # recurrent state), bounded by count and by bytes: least recently used go first. The
@@ -185,7 +187,7 @@ class Model:
         self.bos_text = self._token_text(self.llm.token_bos())
         self.eos_text = self._token_text(self.llm.token_eos())
         self._n_swa = max(1, int(llama_cpp.llama_model_n_swa(self.llm._model.model)))
-        self._grammars: OrderedDict[str, Any] = OrderedDict()
+        self._grammars: LruCache[str, Any] = LruCache(MAX_GRAMMARS, on_evict=llama_cpp.llama_sampler_free)
         # Prefix tokens -> sequence state, restored by requests that start with the prefix.
         self._snapshots: OrderedDict[tuple[int, ...], ctypes.Array[ctypes.c_uint8]] = OrderedDict()
         # Whether the memory ends with a generation (worth a snapshot before it is overwritten).
@@ -204,12 +206,8 @@ class Model:
 
     def grammar(self, text: str) -> Any:
         """The parsed grammar sampler for `text` (ValueError if llama.cpp refuses it)."""
-        if text in self._grammars:
-            self._grammars.move_to_end(text)
-        else:
+        if text not in self._grammars:
             self._grammars[text] = parse_grammar(self.vocab, text)
-            while len(self._grammars) > MAX_GRAMMARS:
-                llama_cpp.llama_sampler_free(self._grammars.popitem(last=False)[1])
         return self._grammars[text]
 
     def _reuse_prefix(self, tokens: list[int], *, keep_last: bool = True) -> tuple[int, int]:
