@@ -42,6 +42,7 @@ type BotPsyConfigEntry = ConfigEntry[BotPsyRuntimeData]
 
 
 async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bool:
+    """Acquire the entry's engine (shared with entries on the same model), then set up its platforms."""
     manager = async_get_engine_manager(hass)
     try:
         engine = await manager.async_acquire(entry.entry_id, entry.data)
@@ -66,6 +67,7 @@ async def async_setup_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bo
 
 
 async def async_unload_entry(hass: HomeAssistant, entry: BotPsyConfigEntry) -> bool:
+    """Unload the entry's platforms, then release its engine (unloaded with its last entry)."""
     if not await hass.config_entries.async_unload_platforms(entry, PLATFORMS):
         return False
     await async_get_engine_manager(hass).async_release(entry.entry_id, entry.data)

@@ -50,6 +50,8 @@ REPORTED_ATTRIBUTES = (
 
 @dataclass(slots=True)
 class StateChange:
+    """What a call changed on one entity: its state, and the reported attributes that differ."""
+
     entity_id: str
     name: str
     old_state: str | None
@@ -73,6 +75,7 @@ class CallResult:
     unchanged_state: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as the tool's data, fields that are unset or empty left out."""
         return {k: v for k, v in asdict(self).items() if v not in (None, [])}
 
 

@@ -32,6 +32,7 @@ async def async_setup_entry(
     entry: BotPsyConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
+    """Add an AI Task entity for each `ai_task_data` subentry."""
     for subentry in entry.subentries.values():
         if subentry.subentry_type == "ai_task_data":
             async_add_entities([BotPsyTaskEntity(entry, subentry)], config_subentry_id=subentry.subentry_id)

@@ -158,9 +158,11 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
     @classmethod
     @callback
     def async_get_supported_subentry_types(cls, config_entry: ConfigEntry) -> dict[str, type[ConfigSubentryFlow]]:
+        """Agents are subentries: conversation agents and AI Tasks, one flow for both."""
         return {"conversation": AgentSubentryFlow, "ai_task_data": AgentSubentryFlow}
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask where the model runs: on this hub (embedded) or on a model server (remote)."""
         return self.async_show_menu(step_id="user", menu_options=[ENGINE_EMBEDDED, ENGINE_REMOTE])
 
     def _create(self, title: str) -> ConfigFlowResult:
@@ -171,6 +173,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         )
 
     async def async_step_embedded(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask for a GGUF on this hub, or one to download from Hugging Face; the engine is installed first."""
         if not (self._engine_ready or await async_engine_installed(self.hass)):
             return await self.async_step_install_engine()
         self._engine_ready = True
@@ -211,6 +214,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_progress_done(next_step_id="embedded")
 
     async def async_step_install_engine_failed(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """The engine could not be installed: abort, saying why and where a wheel can be placed by hand."""
         err = self._install_error
         return self.async_abort(
             reason=err.reason if isinstance(err, EngineInstallError) else "engine_install",
@@ -232,6 +236,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return path
 
     async def async_step_download(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Download the model file, showing its progress, then check that it is a GGUF."""
         if self._download_task is None:
             self._download_task = self.hass.async_create_background_task(
                 self._async_download(), f"BotPsy download {self._data[CONF_HF_FILE]}"
@@ -252,10 +257,12 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_progress_done(next_step_id="download_done")
 
     async def async_step_download_done(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """The model is downloaded: add the entry, with its default agents, unless one uses that file already."""
         self._async_abort_entries_match({CONF_MODEL_PATH: self._data[CONF_MODEL_PATH]})
         return self._create(Path(self._data[CONF_MODEL_PATH]).name)
 
     async def async_step_download_failed(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """The download failed: abort with the error."""
         return self.async_abort(reason="download_failed", description_placeholders={"error": self._download_error})
 
     async def _async_check_remote(self, data: Mapping[str, Any]) -> tuple[dict[str, str], str]:
@@ -277,6 +284,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return {}, info.name
 
     async def async_step_remote(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask for the server (URL, API key, model) and check that it answers and serves the model."""
         errors: dict[str, str] = {}
         if user_input is not None:
             self._data = {CONF_ENGINE: ENGINE_REMOTE, **user_input, CONF_URL: user_input[CONF_URL].strip()}
@@ -297,6 +305,7 @@ class BotPsyConfigFlow(ConfigFlow, domain=DOMAIN):
         return await self.async_step_reauth_confirm()
 
     async def async_step_reauth_confirm(self, user_input: dict[str, Any] | None = None) -> ConfigFlowResult:
+        """Ask for a new API key, and keep it once the server accepts it."""
         entry = self._get_reauth_entry()
         errors: dict[str, str] = {}
         if user_input is not None:
@@ -387,12 +396,14 @@ class AgentSubentryFlow(ConfigSubentryFlow):
         return probatio.Schema(fields)
 
     async def async_step_user(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        """Ask for a new agent's name and options (a conversation agent's or an AI Task's)."""
         if user_input is not None:
             title = user_input.pop(CONF_NAME)
             return self.async_create_entry(title=title, data=_agent_options(user_input))
         return self.async_show_form(step_id="user", data_schema=self._schema({}, new=True))
 
     async def async_step_reconfigure(self, user_input: dict[str, Any] | None = None) -> SubentryFlowResult:
+        """Change an agent's options (not its name); the entry reloads with them."""
         subentry = self._get_reconfigure_subentry()
         if user_input is not None:
             return self.async_update_and_abort(self._get_entry(), subentry, data=_agent_options(user_input))

@@ -34,6 +34,8 @@ DATA_PENDING: HassKey[dict[str, tuple[PendingAction, ...]]] = HassKey(f"{DOMAIN}
 
 @dataclass(frozen=True, slots=True)
 class PendingAction:
+    """A call held for the user's yes, with what must still be so when the yes comes."""
+
     call: ToolCall
     targets: tuple[Target, ...]  # every device it acts on, as resolved when it was asked for
     risky: tuple[Target, ...]  # those that need the yes
@@ -57,6 +59,7 @@ def snapshot(state: State) -> tuple[str, tuple[tuple[str, Any], ...]]:
 
 @callback
 def pending_actions(hass: HomeAssistant) -> dict[str, tuple[PendingAction, ...]]:
+    """The held calls of every conversation, by conversation id."""
     return hass.data.setdefault(DATA_PENDING, {})
 
 

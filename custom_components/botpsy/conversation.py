@@ -26,6 +26,7 @@ async def async_setup_entry(
     entry: BotPsyConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
+    """Add a conversation agent for each `conversation` subentry."""
     for subentry in entry.subentries.values():
         if subentry.subentry_type == "conversation":
             async_add_entities([BotPsyConversationEntity(entry, subentry)], config_subentry_id=subentry.subentry_id)
@@ -44,6 +45,7 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
             self._attr_supported_features = conversation.ConversationEntityFeature.CONTROL
 
     async def async_added_to_hass(self) -> None:
+        """Register as the entry's agent, and keep the engine warm for this agent's prompt prefix."""
         await super().async_added_to_hass()
         conversation.async_set_agent(self.hass, self.entry, self)
         self.warmup = PrefixWarmup(
@@ -57,11 +59,13 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
         self.async_on_remove(self.warmup.async_start())
 
     async def async_will_remove_from_hass(self) -> None:
+        """Unregister as the entry's agent."""
         conversation.async_unset_agent(self.hass, self.entry)
         await super().async_will_remove_from_hass()
 
     @property
     def supported_languages(self) -> list[str] | Literal["*"]:
+        """The languages BotPsy reads and answers in."""
         return SUPPORTED_LANGUAGES
 
     async def async_process(self, user_input: conversation.ConversationInput) -> conversation.ConversationResult:

@@ -15,6 +15,7 @@ TO_REDACT = {CONF_API_KEY}
 
 
 async def async_get_config_entry_diagnostics(hass: HomeAssistant, entry: BotPsyConfigEntry) -> dict[str, Any]:
+    """The entry's engine, model, agents and recent figures, its API key redacted."""
     engine = entry.runtime_data.engine
     info = engine.model_info
     health = await engine.async_health()

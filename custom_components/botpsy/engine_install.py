@@ -50,6 +50,7 @@ def _installed() -> bool:
 
 
 async def async_engine_installed(hass: HomeAssistant) -> bool:
+    """Whether llama-cpp-python is installed, at the pinned version."""
     return await hass.async_add_executor_job(_installed)
 
 

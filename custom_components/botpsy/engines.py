@@ -113,6 +113,7 @@ class EngineManager:
             return shared.engine
 
     async def async_release(self, entry_id: str, data: Mapping[str, Any]) -> None:
+        """The entry no longer uses its engine: unload it if no other entry does."""
         key = engine_key(data)
         async with self._lock:
             shared = self._shared.get(key)
@@ -134,6 +135,7 @@ class EngineManager:
 
 @callback
 def async_get_engine_manager(hass: HomeAssistant) -> EngineManager:
+    """The engine manager of this HA instance, created on first use; it unloads every engine when HA stops."""
     if DATA_ENGINES not in hass.data:
         manager = hass.data[DATA_ENGINES] = EngineManager(hass)
         hass.bus.async_listen_once(EVENT_HOMEASSISTANT_STOP, manager.async_shutdown)

@@ -45,15 +45,18 @@ class BotPsyLLMEntity(Entity):
         self.warmup: PrefixWarmup | None = None
 
     async def async_added_to_hass(self) -> None:
+        """Start the agent's prompt builder, which needs `hass`."""
         await super().async_added_to_hass()
         self.prompts = PromptBuilder(self.hass, self.entry, self.subentry)
 
     @property
     def engine(self) -> Engine:
+        """The entry's engine, which the agent runs on."""
         return self.entry.runtime_data.engine
 
     @property
     def stats(self) -> EngineStats:
+        """The figures of the entry's engine, which its sensors show."""
         return self.entry.runtime_data.stats
 
     async def _async_handle_chat_log(self, chat_log: conversation.ChatLog, utterance: str) -> None:

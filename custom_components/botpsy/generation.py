@@ -89,6 +89,7 @@ class Generation:
     async def stream(
         self, engine: Engine, request: GenerateRequest
     ) -> AsyncGenerator[conversation.AssistantContentDeltaDict | conversation.ToolResultContentDeltaDict]:
+        """Run the round on `engine`: text streamed as it comes, then the calls it wrote run, held or refused."""
         yield {"role": "assistant"}
         started = time.monotonic()
         text = ""

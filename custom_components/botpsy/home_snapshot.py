@@ -47,6 +47,7 @@ def _entity(hass: HomeAssistant, state: State) -> Entity:
 
 
 def exposed_entities(hass: HomeAssistant) -> tuple[Entity, ...]:
+    """The entities exposed to conversation agents, sorted by entity id, with their aliases, area and floor."""
     return tuple(
         _entity(hass, state)
         for state in sorted(hass.states.async_all(), key=lambda s: s.entity_id)
@@ -55,5 +56,6 @@ def exposed_entities(hass: HomeAssistant) -> tuple[Entity, ...]:
 
 
 async def async_snapshot_home(hass: HomeAssistant) -> Home:
+    """The home as the tool compiler sees it: the exposed entities and HA's service descriptions."""
     descriptions = await async_get_all_descriptions(hass)
     return Home(exposed_entities(hass), services_from_descriptions(descriptions))

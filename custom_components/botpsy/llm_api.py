@@ -54,6 +54,7 @@ class CompiledTool(llm.Tool):
     async def async_call(
         self, hass: HomeAssistant, tool_input: llm.ToolInput, llm_context: llm.LLMContext
     ) -> llm.ToolResult:
+        """Validate the call, then answer it (a search, an area's states) or run it through HA's checks."""
         try:
             call = validate_call(ToolCall(self.name, dict(tool_input.tool_args)), self._tools)
         except CallRejectedError as err:
@@ -89,6 +90,7 @@ class BotPsyAPI(llm.API):
         super().__init__(hass=hass, id=BOTPSY_API_ID, name="BotPsy")
 
     async def async_get_api_instance(self, llm_context: llm.LLMContext) -> llm.APIInstance:
+        """Compile the tools for the home as it is now, with examples for the API's prompt."""
         home = await async_snapshot_home(self.hass)
         # Pure work on the snapshot (immutable): in a big home, milliseconds that would
         # hold up the event loop, so done in the executor.

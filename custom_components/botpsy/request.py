@@ -154,6 +154,7 @@ class Scope:
         language: str = "en",
         recognized: Recognized | None = None,
     ) -> Scope:
+        """What `utterance` is about in this conversation; a follow-up reads the turns before it too."""
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # A follow-up ("and the other one?") is about what the last turns named too.

@@ -23,6 +23,8 @@ from .stats import EngineStats
 
 @dataclass(frozen=True, kw_only=True)
 class BotPsySensorDescription(SensorEntityDescription):
+    """A sensor of the engine, and which of its figures it shows."""
+
     value: Callable[[EngineStats], float | int | str | None]
 
 
@@ -74,6 +76,7 @@ async def async_setup_entry(
     entry: BotPsyConfigEntry,
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
+    """Add a sensor for each figure of the entry's engine."""
     async_add_entities(BotPsySensor(entry, description) for description in SENSORS)
 
 
@@ -98,7 +101,9 @@ class BotPsySensor(SensorEntity):
 
     @property
     def native_value(self) -> float | int | str | None:
+        """The figure, from the engine's stats."""
         return self.entity_description.value(self._stats)
 
     async def async_added_to_hass(self) -> None:
+        """Update after every request the engine serves."""
         self.async_on_remove(self._stats.async_add_listener(self.async_write_ha_state))

@@ -91,5 +91,6 @@ async def _async_plan(call: ServiceCall) -> ServiceResponse:
 
 
 def async_register_services(hass: HomeAssistant) -> None:
+    """Register `botpsy.process` and `botpsy.plan`, which answer with what was (or would be) done."""
     hass.services.async_register(DOMAIN, SERVICE_PROCESS, _async_process, SCHEMA, SupportsResponse.ONLY)
     hass.services.async_register(DOMAIN, SERVICE_PLAN, _async_plan, SCHEMA, SupportsResponse.ONLY)

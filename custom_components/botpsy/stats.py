@@ -18,6 +18,8 @@ RECENT = 20
 
 @dataclass(slots=True)
 class EngineStats:
+    """The figures of an entry's engine: the last request's, the count, the recent ones and the last error."""
+
     requests: int = 0
     last_latency_s: float | None = None
     last_decode_tokens_per_s: float | None = None
@@ -30,6 +32,7 @@ class EngineStats:
 
     @callback
     def async_record(self, timings: Timings, latency_s: float) -> None:
+        """Count a request that succeeded, with its figures."""
         if self.failing:
             self.failing = False
             LOGGER.info("The BotPsy engine serves requests again")
@@ -46,6 +49,7 @@ class EngineStats:
 
     @callback
     def async_record_error(self, error: str) -> None:
+        """Record a failed request: logged as an error once, until a request succeeds again."""
         if not self.failing:
             self.failing = True
             LOGGER.error("The BotPsy engine failed a request: %s", error)
@@ -56,6 +60,7 @@ class EngineStats:
 
     @callback
     def async_add_listener(self, listener: Callable[[], None]) -> CALLBACK_TYPE:
+        """Call `listener` after each new figure; returns the function that removes it."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 

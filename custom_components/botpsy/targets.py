@@ -62,6 +62,7 @@ class Target:
 
     @property
     def domain(self) -> str:
+        """The device's domain, from its entity id."""
         return self.entity_id.partition(".")[0]
 
 

@@ -46,6 +46,7 @@ class Toolbox:
 
     @classmethod
     def from_api(cls, hass: HomeAssistant, api: llm.APIInstance | None) -> Toolbox:
+        """The tools of the request's LLM API: BotPsy's compiled ones, and the others (HA's intents) apart."""
         box = cls(hass=hass, llm_context=api.llm_context if api else None)
         for tool in api.tools if api else []:
             inner = tool.tool if isinstance(tool, llm.NamespacedTool) else tool

@@ -62,6 +62,7 @@ class Vocabulary:
         return self._buffer.raw[:size]
 
     def is_eog(self, token: int) -> bool:
+        """Whether `token` ends a generation (end of sequence or of turn)."""
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
 
 
@@ -135,9 +136,11 @@ class Decoder:
 
     @property
     def constrained(self) -> bool:
+        """Whether a grammar constrains this generation."""
         return self._grammar is not None
 
     def close(self) -> None:
+        """Free the llama.cpp samplers; the decoder samples no more after it."""
         for sampler in (self._chain, self._grammar_chain):
             if sampler is not None:
                 llama_cpp.llama_sampler_free(sampler)

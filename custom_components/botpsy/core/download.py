@@ -45,6 +45,7 @@ class RemoteFile:
 
 
 def hf_url(repo: str, filename: str, revision: str = "main", endpoint: str = HF_ENDPOINT) -> str:
+    """The download URL of `filename` in the Hugging Face repository `repo`, at `revision`."""
     return f"{endpoint.rstrip('/')}/{quote(repo)}/resolve/{quote(revision)}/{quote(filename)}"
 
 

@@ -91,10 +91,12 @@ class EmbeddedEngine:
 
     @property
     def model_info(self) -> ModelInfo | None:
+        """The loaded model, once `async_load` succeeded; None after unloading."""
         return self._info
 
     @property
     def chat_template(self) -> ChatTemplate | None:
+        """The model's chat template (or its architecture's fallback), which prompts are rendered with."""
         return self._template
 
     @property
@@ -104,6 +106,7 @@ class EmbeddedEngine:
         return self._process.pid if running and self._process else None
 
     async def async_load(self) -> ModelInfo:
+        """Start a worker on the model and read its metadata and chat template; ModelLoadError if unusable."""
         identity = await asyncio.to_thread(_identity, self.options.model_path)
         meta = await asyncio.to_thread(read_gguf_metadata, self.options.model_path)
         ready = await self._start()
@@ -311,6 +314,7 @@ class EmbeddedEngine:
             return None
 
     async def async_count_tokens(self, text: str) -> int:
+        """Tokens `text` takes, as the worker's model tokenizes it."""
         async with self._lock:
             async for reply in self._request({"op": "tokenize", "text": text}):
                 return int(reply["result"])
@@ -330,6 +334,7 @@ class EmbeddedEngine:
         raise EngineError("No prefill result returned")
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        """Stream a generation from the worker (chat messages rendered here); a running prefill stops first."""
         prompt = request.prompt
         if prompt is None:
             if self._template is None:
@@ -358,6 +363,7 @@ class EmbeddedEngine:
                     yield Finished(reply["done"]["reason"], timings)
 
     async def async_health(self) -> EngineHealth:
+        """Whether the worker answers a ping within 5 seconds, and the state snapshots it keeps."""
         if self.pid is None:
             return EngineHealth(False, "worker not running")
         memory: dict[str, int] = {}
@@ -383,6 +389,7 @@ class EmbeddedEngine:
         return None
 
     async def async_unload(self) -> None:
+        """Stop the worker: its stdin is closed, and it is killed if it does not exit within STOP_TIMEOUT."""
         self._unloading = True
         self._info = None
         process, self._process = self._process, None

@@ -32,6 +32,7 @@ class Preemptible:
         self._requests = 0
 
     async def run(self, work: Coroutine[Any, Any, Timings], quiet: float = 0.0) -> Timings:
+        """Run the prefill `work` after `quiet` seconds without a request; PrefillInterruptedError if one came."""
         requests = self._requests
         if quiet > 0:
             try:
@@ -56,6 +57,7 @@ class Preemptible:
                 self._task = None
 
     def interrupt(self) -> None:
+        """A request arrived: cancel the running prefill, and any still waiting out its quiet time."""
         self._requests += 1
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -128,6 +130,7 @@ class Timings:
         return self.prompt_tokens - self.cached_tokens
 
     def as_dict(self) -> dict[str, float | int]:
+        """The figures as plain data, seconds rounded (for the log, diagnostics and recent requests)."""
         return {
             "prompt_tokens": self.prompt_tokens,
             "cached_tokens": self.cached_tokens,
@@ -168,6 +171,8 @@ GenerateEvent = TextDelta | ToolCallDelta | Finished
 
 @dataclass(frozen=True, slots=True)
 class EngineHealth:
+    """Whether the engine can serve requests, and what it says about itself (for diagnostics)."""
+
     ok: bool
     detail: str
 

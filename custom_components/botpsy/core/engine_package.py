@@ -40,6 +40,7 @@ class EngineBuild:
 
     @property
     def url(self) -> str:
+        """Where the release publishes the wheel."""
         return f"{self.base_url.rstrip('/')}/{self.filename}"
 
     @property
@@ -87,6 +88,7 @@ class HostPlatform:
 
     @property
     def musl(self) -> bool:
+        """Whether the C library is musl (HA OS, the HA container)."""
         return self.libc.startswith("musl")
 
     def __str__(self) -> str:
@@ -138,6 +140,7 @@ def has_compiler() -> bool:
 
 
 def sha256_of(path: Path) -> str:
+    """The SHA-256 of the file at `path`, in hex, read 1 MiB at a time."""
     digest = hashlib.sha256()
     with path.open("rb") as stream:
         while block := stream.read(1 << 20):

@@ -19,6 +19,8 @@ MAX_TEXT_VALUE = 100
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A call the model wrote (or the server parsed): a function name and its arguments."""
+
     name: str
     arguments: dict[str, Any]
 
@@ -53,14 +55,16 @@ CALL_OPENERS = "<{[`"
 
 
 class CallFormat(Protocol):
+    """How a model family writes tool calls: rendering and reading them, and their spelling in a grammar."""
+
     name: str
     # Text that starts a call: what the prompt's "answer" text may never contain.
     call_start: str
 
-    # (opening, closing) text around a call: the format's own first, then the near misses
-    # the grammar also admits (small models often leave the tags out).
     @property
-    def wrappers(self) -> tuple[tuple[str, str], ...]: ...
+    def wrappers(self) -> tuple[tuple[str, str], ...]:
+        """(opening, closing) text around a call: the format's own first, then the near misses
+        the grammar also admits (small models often leave the tags out)."""
 
     def render(self, call: ToolCall) -> str:
         """The exact text of `call` in the format's own tags, arguments in the order given."""
@@ -225,12 +229,15 @@ class QwenXMLFormat(_TaggedFormat):
         return super()._read_bare(text, position)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
+        """GBNF of a call: its arguments between `<function=NAME>` and `</function>`."""
         return " ".join([gbnf_literal(f"<function={name}>\n"), *arguments, gbnf_literal("</function>")])
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
+        """GBNF of one argument: its value on a line of its own, inside `<parameter=KEY>` tags."""
         return f"{gbnf_literal(f'<parameter={key}>\n')} {value} {gbnf_literal('\n</parameter>\n')}"
 
     def grammar_string(self, literal: str | None) -> str:
+        """GBNF of a string value: raw text on one line without `<`, or `literal` exactly."""
         # Raw text; it cannot contain the closing tag's line break.
         return gbnf_literal(literal) if literal is not None else f"[^\\n<]{{1,{MAX_TEXT_VALUE}}}"
 
@@ -253,13 +260,16 @@ class HermesJSONFormat(_TaggedFormat):
             return f"call is not valid JSON ({err.msg})"
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
+        """GBNF of a call: its arguments inside `{"name": NAME, "arguments": {...}}`."""
         head = gbnf_literal(f'{{"name": {_json(name)}, "arguments": {{')
         return " ".join([head, *arguments, gbnf_literal("}}")])
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
+        """GBNF of one argument: `"KEY": VALUE`, after a comma unless it is the first."""
         return f"{gbnf_literal(('' if first else ', ') + _json(key) + ': ')} {value}"
 
     def grammar_string(self, literal: str | None) -> str:
+        """GBNF of a string value: a JSON string of 1 to MAX_TEXT_VALUE characters, or `literal` exactly."""
         if literal is not None:
             return gbnf_literal(_json(literal))
         return f'"\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] ){{1,{MAX_TEXT_VALUE}}} "\\""'
@@ -298,12 +308,15 @@ class GemmaFormat(_TaggedFormat):
         return ToolCall(match.group(1), arguments)
 
     def grammar_call(self, name: str, arguments: list[str]) -> str:
+        """GBNF of a call: its arguments inside `call:NAME{...}`."""
         return " ".join([gbnf_literal(f"call:{name}{{"), *arguments, gbnf_literal("}")])
 
     def grammar_argument(self, key: str, value: str, *, first: bool) -> str:
+        """GBNF of one argument: `KEY:VALUE`, after a comma unless it is the first."""
         return f"{gbnf_literal(('' if first else ',') + key + ':')} {value}"
 
     def grammar_string(self, literal: str | None) -> str:
+        """GBNF of a string value: text without `<` between `<escape>` marks, or `literal` exactly."""
         inner = gbnf_literal(literal) if literal is not None else f"[^<]{{1,{MAX_TEXT_VALUE}}}"
         return f'"<escape>" {inner} "<escape>"'
 

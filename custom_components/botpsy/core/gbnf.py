@@ -43,6 +43,7 @@ class CharSet:
     any: bool = False
 
     def matches(self, char: int) -> bool:
+        """Whether the code point `char` is one of the set."""
         if self.any:
             return True
         return any(low <= char <= high for low, high in self.ranges) != self.negated
@@ -306,6 +307,7 @@ class Grammar:
         )
 
     def start(self) -> State:
+        """The state before any text: at the start of the root rule."""
         return State(self, _expand(self.rules, [((self.root, a, 0),) for a in range(len(self.rules[self.root]))]))
 
 
@@ -351,6 +353,7 @@ class State:
 
     @property
     def can_end(self) -> bool:
+        """Whether the grammar may end here: the text so far is complete."""
         return () in self.stacks
 
     @property

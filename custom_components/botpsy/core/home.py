@@ -27,6 +27,7 @@ class Entity:
 
     @property
     def domain(self) -> str:
+        """The entity's domain: `light` of `light.kitchen`."""
         return self.entity_id.split(".", 1)[0]
 
     def has_any_features(self, feature_sets: tuple[int, ...]) -> bool:
@@ -51,6 +52,7 @@ class FieldSpec:
     attribute_filter: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def applies_to(self, entity: Entity) -> bool:
+        """Whether the field is offered for `entity`: its features and attributes fit the filter."""
         if not entity.has_any_features(self.features):
             return False
         for attribute, allowed in self.attribute_filter.items():
@@ -74,6 +76,7 @@ class ServiceSpec:
     target_features: tuple[int, ...] = ()
 
     def targets(self, entity: Entity) -> bool:
+        """Whether the service acts on `entity`: its domain and features fit the target filter."""
         if entity.domain not in (self.target_domains or (self.domain,)):
             return False
         return entity.has_any_features(self.target_features)
@@ -81,12 +84,15 @@ class ServiceSpec:
 
 @dataclass(frozen=True, slots=True)
 class Home:
+    """A snapshot of the home: the exposed entities and the services that target them."""
+
     entities: tuple[Entity, ...]
     services: tuple[ServiceSpec, ...]
     # Entity id -> its entity, filled on the first lookup (a request looks up dozens).
     _by_id: dict[str, Entity] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def entity(self, entity_id: str) -> Entity | None:
+        """The exposed entity `entity_id`, if there is one."""
         by_id = self._by_id
         if not by_id and self.entities:
             for entity in self.entities:

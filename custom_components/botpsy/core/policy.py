@@ -74,6 +74,7 @@ def is_confirmation(text: str, language: str | None = "en") -> bool:
 
 
 def is_refusal(text: str, language: str | None = "en") -> bool:
+    """Whether the user's reply says no, in their language (neither yes nor no: another request)."""
     pattern = _NO.get(base_language(language))
     return bool(pattern and pattern.match(text))
 

@@ -59,6 +59,8 @@ _LOGGER = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class RemoteOptions:
+    """Where the server is, the API key it wants, and the model to use (its first one if None)."""
+
     url: str
     api_key: str | None = None
     model: str | None = None
@@ -94,6 +96,7 @@ class RemoteEngine:
 
     @property
     def model_info(self) -> ModelInfo | None:
+        """What the server serves, once `async_load` succeeded."""
         return self._info
 
     @property
@@ -147,6 +150,7 @@ class RemoteEngine:
         raise AssertionError("unreachable")
 
     async def async_load(self) -> ModelInfo:
+        """Pick the model from `/v1/models`, and learn from `/props` whether the server is llama-server."""
         models = await self._get("/v1/models")
         ids = [m.get("id") for m in (models or {}).get("data", []) if isinstance(m, dict)]
         if not ids:
@@ -181,6 +185,7 @@ class RemoteEngine:
         return self._info
 
     async def async_count_tokens(self, text: str) -> int:
+        """Tokens `text` takes, from llama-server's `/tokenize` (other servers cannot say)."""
         if not self._native:
             raise EngineError("This server cannot count tokens (only llama-server can)")
         data = await self._post_json("/tokenize", {"content": text})
@@ -234,6 +239,7 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+        """Stream a generation, one at a time on this server; forced text is fast-forwarded where it can be."""
         # The server works on one request at a time: a warm-up must not hold this one up.
         self._prefills.interrupt()
         async with self._turn:
@@ -343,6 +349,7 @@ class RemoteEngine:
         return timings
 
     async def async_health(self) -> EngineHealth:
+        """Whether the server answers (`/health` on llama-server, `/v1/models` elsewhere)."""
         try:
             await self._get("/health" if self._native else "/v1/models")
         except EngineError as err:

@@ -100,6 +100,7 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
 
 @lru_cache(maxsize=8192)
 def words(text: str) -> tuple[str, ...]:
+    """The lowercased words of `text`, apostrophes kept (`don't`)."""
     return tuple(_WORD.findall(text.lower()))
 
 

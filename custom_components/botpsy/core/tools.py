@@ -93,6 +93,7 @@ class Param:
     group: str | None = None
 
     def json_schema(self) -> dict[str, Any]:
+        """The argument as a JSON schema, for its function's parameters."""
         if self.type == "enum":
             return {"type": "string", "enum": list(self.options)}
         if self.type == "rgb":

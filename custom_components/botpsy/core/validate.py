@@ -25,6 +25,8 @@ class CallRejectedError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ValidCall:
+    """A call that passed the checks: its tool, its target, and its values typed."""
+
     tool: Tool
     entity_id: str
     data: dict[str, Any]

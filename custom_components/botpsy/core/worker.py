@@ -135,6 +135,7 @@ class Protocol:
         threading.Thread(target=self._beat, daemon=True).start()
 
     def send(self, message: dict[str, Any]) -> None:
+        """Write one message to the parent (from any thread)."""
         with self._lock:
             self._out.write(json.dumps(message) + "\n")
 
@@ -201,6 +202,7 @@ class Model:
         return self.llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
 
     def tokenize(self, text: str) -> list[int]:
+        """The tokens of `text`, special tokens read as such; BOS added unless the text starts with it."""
         add_bos = not (self.bos_text and text.startswith(self.bos_text))
         return self.llm.tokenize(text.encode(), add_bos=add_bos, special=True)
 
@@ -324,6 +326,7 @@ class Model:
         return {"prompt_tokens": len(tokens), "cached_tokens": cached, "prompt_seconds": time.monotonic() - started}
 
     def generate(self, request: dict[str, Any], cancelled: set[int]) -> Iterator[dict[str, Any]]:
+        """Run one generation: text events as it decodes, then `done` with why it ended and its timings."""
         llm = self.llm
         started = time.monotonic()
         tokens = self.tokenize(request["prompt"])
@@ -487,6 +490,7 @@ def _safe_length(text: str, stops: list[str]) -> int:
 
 
 def serve(options: dict[str, Any]) -> None:
+    """Load the model, say it is ready, then serve requests one at a time until told to stop."""
     # Before llama.cpp starts its threads: they inherit it.
     os.nice(int(options.get("niceness", NICENESS)))
     io = Protocol(float(options.get("heartbeat", HEARTBEAT)))
