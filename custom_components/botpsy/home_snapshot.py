@@ -18,10 +18,10 @@ from homeassistant.helpers import (
 )
 from homeassistant.helpers.service import async_get_all_descriptions
 
-from .core.home import Entity, Home, services_from_descriptions
+from .core.home import Home, HomeEntity, services_from_descriptions
 
 
-def _entity(hass: HomeAssistant, state: State) -> Entity:
+def _entity(hass: HomeAssistant, state: State) -> HomeEntity:
     entry = er.async_get(hass).async_get(state.entity_id)
     aliases: tuple[str, ...] = ()
     area_id = None
@@ -33,7 +33,7 @@ def _entity(hass: HomeAssistant, state: State) -> Entity:
     area = ar.async_get(hass).async_get_area(area_id) if area_id else None
     floor = fr.async_get(hass).async_get_floor(area.floor_id) if area and area.floor_id else None
     features = state.attributes.get(ATTR_SUPPORTED_FEATURES)
-    return Entity(
+    return HomeEntity(
         entity_id=state.entity_id,
         name=state.name,
         state=state.state,
@@ -46,7 +46,7 @@ def _entity(hass: HomeAssistant, state: State) -> Entity:
     )
 
 
-def exposed_entities(hass: HomeAssistant) -> tuple[Entity, ...]:
+def exposed_entities(hass: HomeAssistant) -> tuple[HomeEntity, ...]:
     """The entities exposed to conversation agents, sorted by entity id, with their aliases, area and floor."""
     return tuple(
         _entity(hass, state)

@@ -19,7 +19,7 @@ from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
 
-from .core.home import Entity
+from .core.home import HomeEntity
 from .core.policy import base_language
 from .core.requested import KINDS, Named
 
@@ -162,7 +162,7 @@ _FIRST_WORDS: dict[str, tuple[Intents, FirstWords]] = {}
 _KIND_OF_CLASS = {"garage": "garage door"}
 
 
-def named_by_slots(slots: dict[str, str], entities: tuple[Entity, ...], intent: str | None = None) -> Named | None:
+def named_by_slots(slots: dict[str, str], entities: tuple[HomeEntity, ...], intent: str | None = None) -> Named | None:
     """What a request names, from the slots HA's intent matching filled: a device by
     name, an area, a floor, a domain or device class (every one of those in the place, as
     HA's intents act); None if they name none of those."""
@@ -207,7 +207,7 @@ _JOINING = {
 
 
 def read_in_language(
-    utterance: str, named: Named, entities: tuple[Entity, ...], recognized: Recognized | None, language: str = ""
+    utterance: str, named: Named, entities: tuple[HomeEntity, ...], recognized: Recognized | None, language: str = ""
 ) -> tuple[Named, bool]:
     """What a request in a language BotPsy's word rules do not read names, and whether
     it asks: HA's reading where its intents recognised the request, else the names said

@@ -15,7 +15,7 @@ from homeassistant.helpers import llm
 import probatio
 
 from .core.formats import ToolCall
-from .core.home import Entity, Home
+from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
 from .core.requested import Named, by_verb
 from .core.shortlist import restrict
@@ -130,7 +130,7 @@ class Toolbox:
         entity = self.home.entity(str(call.arguments.get("entity_id")))
         return is_action(self.compiled, call.name) and entity is not None and not named.fits(entity)
 
-    def one_of_several(self, named: Named) -> list[Entity]:
+    def one_of_several(self, named: Named) -> list[HomeEntity]:
         """The devices BotPsy can act on that a request for one device of a kind could
         mean, if more than one (see `Named.one_of_several`)."""
         if not self.compiled:
@@ -195,7 +195,7 @@ class Toolbox:
         """The devices BotPsy's own actions can act on."""
         return {e for t in self.compiled if not t.read_only for e in t.targets}
 
-    def actionable(self) -> list[Entity]:
+    def actionable(self) -> list[HomeEntity]:
         """The devices a call can act on: targets of BotPsy's actions, or of the domains
         with services that other APIs' tools act on."""
         targets = self._action_targets()

@@ -34,7 +34,7 @@ from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import llm
 
-from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.policy import is_question
 from custom_components.botpsy.core.requested import named_in
 from custom_components.botpsy.core.tools import compile_tools
@@ -69,7 +69,7 @@ def _words(text: str) -> set[str]:
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in re.findall(r"[^\W\d_]{3,}", text.lower())}
 
 
-def _ambiguous(sentence: str, listed: list[Entity], target: str | None) -> bool:
+def _ambiguous(sentence: str, listed: list[HomeEntity], target: str | None) -> bool:
     """Whether no word of `sentence` is in the name or area of only some of `listed`,
     and the case's `target` (if it names one) is one of them."""
     if len(listed) < 2 or (target is not None and target not in {e.entity_id for e in listed}):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from custom_components.botpsy.core.home import Entity, Home, services_from_descriptions
+from custom_components.botpsy.core.home import Home, HomeEntity, services_from_descriptions
 
 BRIGHTNESS_MODES = ["brightness", "color_temp", "hs", "xy", "rgb", "rgbw", "rgbww"]
 COLOR_MODES = ["hs", "xy", "rgb", "rgbw", "rgbww"]
@@ -118,25 +118,26 @@ DESCRIPTIONS: dict[str, dict[str, Any]] = {
 }
 
 ENTITIES = (
-    Entity("light.kitchen", "Kitchen light", "on", area="Kitchen",
-           attributes={"supported_color_modes": ["color_temp", "hs"], "min_color_temp_kelvin": 2200,
+    HomeEntity("light.kitchen", "Kitchen light", "on", area="Kitchen",
+               attributes={"supported_color_modes": ["color_temp", "hs"], "min_color_temp_kelvin": 2200,
                        "max_color_temp_kelvin": 6000, "effect_list": ["rainbow", "none"]},
-           supported_features=4),
-    Entity("light.hallway", "Hallway light", "off", area="Hallway", attributes={"supported_color_modes": ["onoff"]}),
-    Entity("light.desk", "Desk lamp", "off", aliases=("study lamp",), area="Office",
-           attributes={"supported_color_modes": ["brightness"]}),
-    Entity("switch.coffee", "Coffee machine", "off", area="Kitchen"),
-    Entity("fan.bedroom", "Bedroom fan", "off", area="Bedroom", supported_features=FAN_SET_SPEED | FAN_PRESET,
-           attributes={"preset_modes": ["auto", "sleep"]}),
-    Entity("fan.attic", "Attic fan", "off", area="Attic", supported_features=FAN_SET_SPEED),
-    Entity("climate.living", "Living room thermostat", "heat", area="Living room", supported_features=1,
-           attributes={"hvac_modes": ["off", "heat", "auto"], "min_temp": 7, "max_temp": 35}),
-    Entity("media_player.tv", "TV", "on", area="Living room",
-           supported_features=PLAYER_VOLUME_SET | PLAYER_SELECT_SOURCE,
-           attributes={"source_list": ["HDMI 1", "Netflix"]}),
-    Entity("lock.front_door", "Front door", "locked", area="Hallway"),
-    Entity("todo.shopping", "Shopping list", "2", area=None),
-    Entity("sensor.outside_temperature", "Outside temperature", "12.5", device_class="temperature"),
+               supported_features=4),
+    HomeEntity("light.hallway", "Hallway light", "off", area="Hallway",
+               attributes={"supported_color_modes": ["onoff"]}),
+    HomeEntity("light.desk", "Desk lamp", "off", aliases=("study lamp",), area="Office",
+               attributes={"supported_color_modes": ["brightness"]}),
+    HomeEntity("switch.coffee", "Coffee machine", "off", area="Kitchen"),
+    HomeEntity("fan.bedroom", "Bedroom fan", "off", area="Bedroom", supported_features=FAN_SET_SPEED | FAN_PRESET,
+               attributes={"preset_modes": ["auto", "sleep"]}),
+    HomeEntity("fan.attic", "Attic fan", "off", area="Attic", supported_features=FAN_SET_SPEED),
+    HomeEntity("climate.living", "Living room thermostat", "heat", area="Living room", supported_features=1,
+               attributes={"hvac_modes": ["off", "heat", "auto"], "min_temp": 7, "max_temp": 35}),
+    HomeEntity("media_player.tv", "TV", "on", area="Living room",
+               supported_features=PLAYER_VOLUME_SET | PLAYER_SELECT_SOURCE,
+               attributes={"source_list": ["HDMI 1", "Netflix"]}),
+    HomeEntity("lock.front_door", "Front door", "locked", area="Hallway"),
+    HomeEntity("todo.shopping", "Shopping list", "2", area=None),
+    HomeEntity("sensor.outside_temperature", "Outside temperature", "12.5", device_class="temperature"),
 )  # fmt: skip
 
 
@@ -170,7 +171,7 @@ def generated_home(count: int) -> Home:
         suffix = f" {copy + 1}" if copy else ""
         slug = f"{room}_{kind}{suffix}".lower().replace(" ", "_")
         entities.append(
-            Entity(f"{domain}.{slug}", f"{room} {kind}{suffix}", "off", area=room,
+            HomeEntity(f"{domain}.{slug}", f"{room} {kind}{suffix}", "off", area=room,
                    supported_features=features, attributes=attributes)
         )  # fmt: skip
     return Home(tuple(entities), services_from_descriptions(DESCRIPTIONS))

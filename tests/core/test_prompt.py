@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 import json
 
-from custom_components.botpsy.core.home import Entity, Home
+from custom_components.botpsy.core.home import Home, HomeEntity
 from custom_components.botpsy.core.prompt import (
     DeviceLines,
     clock_line,
@@ -33,12 +33,12 @@ def test_a_device_line_drops_what_it_would_repeat() -> None:
 
 
 def test_a_device_line_says_where_the_device_is_and_what_else_it_is_called() -> None:
-    entity = Entity("light.hue_1", "Reading lamp", aliases=("book light",), area="Study")
+    entity = HomeEntity("light.hue_1", "Reading lamp", aliases=("book light",), area="Study")
     line = device_line({"entity_id": "light.hue_1", "name": "Reading lamp", "state": "on"}, entity)
     assert (
         line == '{"entity_id":"light.hue_1","name":"Reading lamp","aliases":["book light"],"area":"Study","state":"on"}'
     )
-    assert device_line({"entity_id": "light.hue_1", "state": "on"}, Entity("light.hue_1", "x")) == (
+    assert device_line({"entity_id": "light.hue_1", "state": "on"}, HomeEntity("light.hue_1", "x")) == (
         '{"entity_id":"light.hue_1","state":"on"}'
     )
 
@@ -93,9 +93,9 @@ def test_examples_use_the_homes_own_devices_and_only_arguments_they_take() -> No
 def test_intent_examples_name_the_homes_devices_with_arguments_the_tool_takes() -> None:
     home = Home(
         (
-            Entity("lock.front", "Front Door"),
-            Entity("binary_sensor.front", "Front Door"),
-            Entity("media_player.tv", "TV"),
+            HomeEntity("lock.front", "Front Door"),
+            HomeEntity("binary_sensor.front", "Front Door"),
+            HomeEntity("media_player.tv", "TV"),
         ),
         (),
     )
@@ -111,7 +111,7 @@ def test_intent_examples_name_the_homes_devices_with_arguments_the_tool_takes() 
 def test_a_vacuum_is_shown_started_beside_sent_to_its_dock() -> None:
     """With only "send back to its dock" shown, the 0.5B answered "clean the first floor"
     with return_to_base."""
-    home = Home((Entity("vacuum.rover", "Rover"),), ())
+    home = Home((HomeEntity("vacuum.rover", "Rover"),), ())
     tools = [Tool("vacuum", "", service, {"vacuum.rover": ()}) for service in ("start", "return_to_base")]
     assert [line.partition(" -> ")[0] for line in tool_examples(tools, home)] == [
         "start Rover",
@@ -123,7 +123,7 @@ def test_the_last_song_is_shown_as_the_previous_one() -> None:
     """With "play the previous song" shown (the action's name says as much), the 0.5B
     answered "replay the last track" and "play the last song again" with
     media_next_track."""
-    home = Home((Entity("media_player.tv", "TV"),), ())
+    home = Home((HomeEntity("media_player.tv", "TV"),), ())
     tools = [Tool("media_player", "", "media_previous_track", {"media_player.tv": ()})]
     lines = tool_examples(tools, home)
     assert [line.partition(" -> ")[0] for line in lines] == ["replay the last song on TV"]

@@ -7,22 +7,22 @@ import re
 
 import pytest
 
-from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.requested import NAMES_NOTHING, _mentions, by_verb, named_in
 from custom_components.botpsy.core.shortlist import restrict
 from custom_components.botpsy.core.tools import Tool
 from scripts.testing.sample_home import generated_home
 
 HOME = (
-    Entity("fan.ceiling", "Ceiling Fan", area="Living Room"),
-    Entity("light.kitchen_cabinets", "Kitchen cabinets", area="Kitchen"),
-    Entity("light.garage", "Garage Light", area="Garage"),
-    Entity("lock.back_door", "Back Door", area="Entrance"),
-    Entity("cover.bedroom", "Bedroom Curtain", area="Bedroom", device_class="curtain"),
-    Entity("cover.garage_door", "Big door", aliases=("roller",), device_class="garage"),
-    Entity("switch.lamp", "Reading lamp plug", area="Office"),
-    Entity("climate.office", "Office Thermostat", area="Office"),
-    Entity("media_player.tv", "TV", area="Living Room"),
+    HomeEntity("fan.ceiling", "Ceiling Fan", area="Living Room"),
+    HomeEntity("light.kitchen_cabinets", "Kitchen cabinets", area="Kitchen"),
+    HomeEntity("light.garage", "Garage Light", area="Garage"),
+    HomeEntity("lock.back_door", "Back Door", area="Entrance"),
+    HomeEntity("cover.bedroom", "Bedroom Curtain", area="Bedroom", device_class="curtain"),
+    HomeEntity("cover.garage_door", "Big door", aliases=("roller",), device_class="garage"),
+    HomeEntity("switch.lamp", "Reading lamp plug", area="Office"),
+    HomeEntity("climate.office", "Office Thermostat", area="Office"),
+    HomeEntity("media_player.tv", "TV", area="Living Room"),
 )
 
 
@@ -74,8 +74,8 @@ def test_here_is_the_area_of_the_device_that_heard_it() -> None:
 
 
 def test_how_warm_it_is_asks_for_the_temperature() -> None:
-    heater = Entity("sensor.office_heater_irradiance", "Office heater irradiance", area="Office")
-    office = (*HOME, heater, Entity("light.office", "Office Lamp", area="Office"))
+    heater = HomeEntity("sensor.office_heater_irradiance", "Office heater irradiance", area="Office")
+    office = (*HOME, heater, HomeEntity("light.office", "Office Lamp", area="Office"))
     for request in ("how hot is it in the office?", "how warm is the office", "How cold is it in the office"):
         assert [e.entity_id for e in office if named_in(request, office).fits(e)] == ["climate.office"]
     # "warm" of a light names no temperature.
@@ -83,21 +83,21 @@ def test_how_warm_it_is_asks_for_the_temperature() -> None:
 
 
 def test_a_title_to_play_names_nothing_but_what_follows_it() -> None:
-    office = (*HOME, Entity("light.office", "Office Lamp", area="Office"))
+    office = (*HOME, HomeEntity("light.office", "Office Lamp", area="Office"))
     assert [e.entity_id for e in office if named_in("play The Office", office).fits(e)] == ["media_player.tv"]
     assert named_in("play The Office on the TV", office).entity_ids == {"media_player.tv"}
     assert named_in("play Yesterday in the kitchen", office).describe() == "media player in the Kitchen"
 
 
 def test_names_are_matched_singular_or_plural() -> None:
-    home = (*HOME, Entity("light.kitchen_lights", "Kitchen Lights"), Entity("light.bed", "Bed Light"))
+    home = (*HOME, HomeEntity("light.kitchen_lights", "Kitchen Lights"), HomeEntity("light.bed", "Bed Light"))
     # The name's words are its own: not the Kitchen area, nor every light.
     named = named_in("turn off the kitchen light", home)
     assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_lights"]
     named = named_in("turn off the kitchen light and the bed light", home)
     assert [e.entity_id for e in home if named.fits(e)] == ["light.kitchen_lights", "light.bed"]
     # A kind said with a name that does not hold it is that device's kind, not every light.
-    ceiling = (*home, Entity("light.kitchen_ceiling", "Kitchen Ceiling"))
+    ceiling = (*home, HomeEntity("light.kitchen_ceiling", "Kitchen Ceiling"))
     named = named_in("turn off the kitchen ceiling light", ceiling)
     assert [e.entity_id for e in ceiling if named.fits(e)] == ["light.kitchen_ceiling"]
 
@@ -110,9 +110,9 @@ def test_a_named_device_in_another_area_than_the_one_named_does_not_fit() -> Non
 
 CURTAINS = (
     *HOME,
-    Entity("cover.left", "Curtain Left", area="Living Room", device_class="curtain"),
-    Entity("cover.right", "Curtain Right", area="Living Room", device_class="curtain"),
-    Entity("climate.living", "Living Room Thermostat", area="Living Room"),
+    HomeEntity("cover.left", "Curtain Left", area="Living Room", device_class="curtain"),
+    HomeEntity("cover.right", "Curtain Right", area="Living Room", device_class="curtain"),
+    HomeEntity("climate.living", "Living Room Thermostat", area="Living Room"),
 )
 
 
@@ -169,10 +169,10 @@ def test_one_device_of_a_kind_among_several_is_asked_for_not_guessed() -> None:
 def test_a_gate_is_a_gate_not_any_lock() -> None:
     """ "Open the gate" in a home with one gate and two door locks is not a question."""
     home = (
-        Entity("cover.driveway_gate", "Driveway Gate", device_class="gate"),
-        Entity("lock.front_door", "Front Door"),
-        Entity("lock.back_door", "Back Door"),
-        Entity("lock.garden_gate", "Garden Gate Lock"),
+        HomeEntity("cover.driveway_gate", "Driveway Gate", device_class="gate"),
+        HomeEntity("lock.front_door", "Front Door"),
+        HomeEntity("lock.back_door", "Back Door"),
+        HomeEntity("lock.garden_gate", "Garden Gate Lock"),
     )
     gates = [e.entity_id for e in named_in("open the gate", home).one_of_several(home)]
     assert gates == ["cover.driveway_gate", "lock.garden_gate"]
@@ -222,10 +222,10 @@ def test_names_are_found_in_a_home_bigger_than_the_pattern_cache() -> None:
 def test_cleaning_is_for_a_vacuum() -> None:
     """The 0.5B answered "clean the first floor" by setting the thermostat and opening curtains."""
     home = (
-        Entity("vacuum.rover", "Rover", area="Hall", floor="First floor"),
-        Entity("climate.hall", "Thermostat", area="Hall", floor="First floor"),
-        Entity("cover.hall", "Curtain", area="Hall", floor="First floor", device_class="curtain"),
-        Entity("light.kitchen", "Ceiling", area="Kitchen", floor="First floor"),
+        HomeEntity("vacuum.rover", "Rover", area="Hall", floor="First floor"),
+        HomeEntity("climate.hall", "Thermostat", area="Hall", floor="First floor"),
+        HomeEntity("cover.hall", "Curtain", area="Hall", floor="First floor", device_class="curtain"),
+        HomeEntity("light.kitchen", "Ceiling", area="Kitchen", floor="First floor"),
     )
     for request in ("clean the first floor", "start cleaning", "mop the hall"):
         assert [e.entity_id for e in home if named_in(request, home).fits(e)] == ["vacuum.rover"], request
@@ -235,9 +235,9 @@ def test_cleaning_is_for_a_vacuum() -> None:
 def test_what_goes_on_a_list_names_no_device() -> None:
     """ "Add clean the kitchen to my to-do list" was answered "I found no vacuum"."""
     home = (
-        Entity("todo.tasks", "Personal tasks"),
-        Entity("vacuum.rover", "Rover", area="Hall"),
-        Entity("light.kitchen", "Ceiling", area="Kitchen"),
+        HomeEntity("todo.tasks", "Personal tasks"),
+        HomeEntity("vacuum.rover", "Rover", area="Hall"),
+        HomeEntity("light.kitchen", "Ceiling", area="Kitchen"),
     )
     for request in (
         "Add clean the kitchen to my todo list",
@@ -250,7 +250,7 @@ def test_what_goes_on_a_list_names_no_device() -> None:
     assert [e.entity_id for e in home if named_in("clean the kitchen", home).fits(e)] == []
 
 
-def entities(*ids: str) -> list[Entity]:
+def entities(*ids: str) -> list[HomeEntity]:
     return [e for e in HOME if e.entity_id in ids]
 
 
@@ -287,22 +287,22 @@ def test_nothing_is_left_of_a_request_done_whole(request_: str, acted: list[str]
 
 
 def test_a_device_named_by_part_of_a_longer_name_is_not_named() -> None:
-    home = (*HOME, Entity("media_player.kitchen", "Kitchen", area="Kitchen"))
+    home = (*HOME, HomeEntity("media_player.kitchen", "Kitchen", area="Kitchen"))
     named = named_in("turn off the kitchen cabinets", home)
     assert named.entity_ids == {"light.kitchen_cabinets"}
     assert named_in("pause the kitchen", home).entity_ids == {"media_player.kitchen"}
 
 
 PLACES = (
-    Entity("light.fire_pit", "Outdoor Fire Pit", area="Garden"),
-    Entity("light.porch", "Smart Light", area="Front Porch"),
-    Entity("light.hall", "Smart Light", area="Hall"),
-    Entity("vacuum.dreame", "Dreame Upstairs"),
-    Entity("media_player.echo", "Smart Speaker", area="Hall", device_class="speaker"),
-    Entity("media_player.tv", "Smart Tv", area="Hall", device_class="tv"),
-    Entity("media_player.den", "Den", area="Den"),
-    Entity("climate.office", "Office", area="Office"),
-    Entity("sensor.office_temperature", "Temperature", area="Office", device_class="temperature"),
+    HomeEntity("light.fire_pit", "Outdoor Fire Pit", area="Garden"),
+    HomeEntity("light.porch", "Smart Light", area="Front Porch"),
+    HomeEntity("light.hall", "Smart Light", area="Hall"),
+    HomeEntity("vacuum.dreame", "Dreame Upstairs"),
+    HomeEntity("media_player.echo", "Smart Speaker", area="Hall", device_class="speaker"),
+    HomeEntity("media_player.tv", "Smart Tv", area="Hall", device_class="tv"),
+    HomeEntity("media_player.den", "Den", area="Den"),
+    HomeEntity("climate.office", "Office", area="Office"),
+    HomeEntity("sensor.office_temperature", "Temperature", area="Office", device_class="temperature"),
 )
 
 
@@ -335,7 +335,7 @@ def test_a_request_that_names_by_part_is_not_asked_which() -> None:
 
 
 def test_words_a_request_is_said_with_name_nothing_by_part() -> None:
-    home = (*PLACES, Entity("light.back", "Turn Light", area="Back Bedroom"))
+    home = (*PLACES, HomeEntity("light.back", "Turn Light", area="Back Bedroom"))
     assert named_in("turn it up a bit, please", home).partly == frozenset()
     assert named_in("turn off the lights in the whole house", PLACES).anywhere
     assert named_in("start the dishwasher", PLACES).nothing  # no such device, no word of one
@@ -344,23 +344,23 @@ def test_words_a_request_is_said_with_name_nothing_by_part() -> None:
 def test_one_called_by_the_kind_said_is_not_asked_which() -> None:
     """ "Pause the TV" with a Projector and a Smart TV: the model is asked, with the TV."""
     home = (
-        Entity("media_player.projector", "Projector", area="Den"),
-        Entity("media_player.tv", "Smart TV", area="Hall"),
-        Entity("switch.plug", "Smart Plug"),
-        Entity("valve.garden", "Garden Valve"),
+        HomeEntity("media_player.projector", "Projector", area="Den"),
+        HomeEntity("media_player.tv", "Smart TV", area="Hall"),
+        HomeEntity("switch.plug", "Smart Plug"),
+        HomeEntity("valve.garden", "Garden Valve"),
     )
     assert named_in("pause the tv", home).one_of_several(home) == []
-    two = (*home, Entity("media_player.den", "Den TV", area="Den"))
+    two = (*home, HomeEntity("media_player.den", "Den TV", area="Den"))
     assert len(named_in("pause the tv", two).one_of_several(two)) == 3  # two called so: asked
     assert [e.entity_id for e in named_in("turn on the sprinkler", home).one_of_several(home)] == []
     assert [e.entity_id for e in home if named_in("turn on the sprinkler", home).fits(e)] == ["valve.garden"]
 
 
 SAME_NAME = (
-    Entity("light.master", "Bedroom Light", area="Master Bedroom"),
-    Entity("light.guest", "Bedroom Light", area="Guest Bedroom"),
-    Entity("media_player.roof", "Smart Speaker", area="Rooftop Terrace"),
-    Entity("media_player.lounge", "Smart Speaker", area="Living Room"),
+    HomeEntity("light.master", "Bedroom Light", area="Master Bedroom"),
+    HomeEntity("light.guest", "Bedroom Light", area="Guest Bedroom"),
+    HomeEntity("media_player.roof", "Smart Speaker", area="Rooftop Terrace"),
+    HomeEntity("media_player.lounge", "Smart Speaker", area="Living Room"),
 )
 
 
@@ -385,15 +385,15 @@ def test_devices_of_one_name(request_: str, here: str | None, fit: list[str], as
 
 
 def test_a_relative_request_after_an_action_is_about_what_was_acted_on() -> None:
-    home = (Entity("climate.down", "Downstairs", area="Hall"), Entity("climate.up", "Upstairs", area="Landing"))
+    home = (HomeEntity("climate.down", "Downstairs", area="Hall"), HomeEntity("climate.up", "Upstairs", area="Landing"))
     assert named_in("make it one degree warmer", home, recent=["climate.down"]).entity_ids == {"climate.down"}
     assert [e.entity_id for e in home if named_in("make it warmer", home).fits(e)] == ["climate.down", "climate.up"]
 
 
 VERB_HOME = (
-    Entity("media_player.speaker", "Speaker", area="Den"),
-    Entity("valve.water", "Water Valve", area="Garden"),
-    Entity("climate.den", "Den Thermostat", area="Den"),
+    HomeEntity("media_player.speaker", "Speaker", area="Den"),
+    HomeEntity("valve.water", "Water Valve", area="Garden"),
+    HomeEntity("climate.den", "Den Thermostat", area="Den"),
 )
 VERB_TOOLS = (
     Tool("media_player", "", "turn_off", targets={"media_player.speaker": ()}),
@@ -430,7 +430,7 @@ def test_the_verb_picks_the_service(request_: str, kept: set[str]) -> None:
 
 
 def test_a_greeting_names_no_device_by_part() -> None:
-    home = (Entity("light.bedside", "Bedside Lamp", aliases=("night light",)),)
+    home = (HomeEntity("light.bedside", "Bedside Lamp", aliases=("night light",)),)
     assert named_in("Good night!", home).nothing
     assert named_in("good night, switch off the night light", home).entity_ids == {"light.bedside"}
 
@@ -442,6 +442,9 @@ def test_the_lights_without_a_place_are_all_of_them() -> None:
 
 def test_a_part_of_a_request_is_read_without_parts_of_its_own() -> None:
     """The satellite's area says "and" ("Kitchen and Dining"): a part names it whole."""
-    home = (Entity("light.k", "Pendant", area="Kitchen and Dining"), Entity("fan.k", "Fan", area="Kitchen and Dining"))
+    home = (
+        HomeEntity("light.k", "Pendant", area="Kitchen and Dining"),
+        HomeEntity("fan.k", "Fan", area="Kitchen and Dining"),
+    )
     named = named_in("turn on the light here and switch off the fan", home, here="Kitchen and Dining")
     assert named.several and named.parts

@@ -8,7 +8,7 @@ import pytest
 
 from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
-from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.shortlist import (
     DEFAULT_LIMIT,
     DOMAIN_WORDS,
@@ -73,7 +73,7 @@ def test_find_entities_reaches_everything() -> None:
     assert found[0]["entity_id"] == "media_player.basement_speaker"
 
 
-def _score_by_definition(entity: Entity, query: tuple[str, ...]) -> float:
+def _score_by_definition(entity: HomeEntity, query: tuple[str, ...]) -> float:
     """`score` spelled out, each word of each phrase compared with the query's anew."""
 
     def overlap(phrase: str) -> float:

@@ -10,7 +10,7 @@ from homeassistant.helpers.llm import DEFAULT_INSTRUCTIONS_PROMPT
 import pytest
 
 from custom_components.botpsy.core.chat_template import ChatTemplate
-from custom_components.botpsy.core.home import Entity, Home, ServiceSpec
+from custom_components.botpsy.core.home import Home, HomeEntity, ServiceSpec
 from custom_components.botpsy.core.tools import (
     AT_LEAST_ONE,
     EXCLUSIVE_FIELDS,
@@ -125,7 +125,7 @@ def test_prompt_prefix_stays_small_and_stable(count: int) -> None:
 def test_players_that_search_get_one_play_action() -> None:
     """'Play X on Y' is one call: the player's search, then its first find played."""
     home = sample_home()
-    searching = Entity("media_player.kitchen", "Kitchen speaker", "idle", supported_features=512 | 4194304)
+    searching = HomeEntity("media_player.kitchen", "Kitchen speaker", "idle", supported_features=512 | 4194304)
     services = (*home.services, ServiceSpec("media_player", "play_media"), ServiceSpec("media_player", "search_media"))
     tools = compile_tools(replace(home, entities=(*home.entities, searching), services=services))
     play = next(t for t in tools if t.service == SEARCH_AND_PLAY)

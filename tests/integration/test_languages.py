@@ -11,7 +11,7 @@ from homeassistant.core import Context, HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.botpsy.core.formats import ToolCall
-from custom_components.botpsy.core.home import Entity
+from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.requested import Named
 from custom_components.botpsy.language import (
     INTENT_SERVICES,
@@ -119,8 +119,8 @@ def test_unrecognised_requests_are_read_by_how_has_sentences_start() -> None:
 
 
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
-    lamp = Entity("light.lampe", "Lampe", area="Salon")
-    fan = Entity("fan.ventilo", "Ventilo", area="Salon")
+    lamp = HomeEntity("light.lampe", "Lampe", area="Salon")
+    fan = HomeEntity("fan.ventilo", "Ventilo", area="Salon")
     off = Recognized(None, {}, question=False, likely=frozenset({"HassTurnOff"}))
     named = Named(frozenset({"light.lampe"}), frozenset(), frozenset(), ())
     read, question = read_in_language("Éteins la lampe", named, (lamp, fan), off, "fr")

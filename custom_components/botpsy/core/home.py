@@ -12,8 +12,8 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Entity:
-    """An entity exposed to conversation agents."""
+class HomeEntity:
+    """An entity exposed to conversation agents, as the runtime sees it (HA's own `Entity` is another thing)."""
 
     entity_id: str
     name: str
@@ -51,7 +51,7 @@ class FieldSpec:
     features: tuple[int, ...] = ()
     attribute_filter: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
-    def applies_to(self, entity: Entity) -> bool:
+    def applies_to(self, entity: HomeEntity) -> bool:
         """Whether the field is offered for `entity`: its features and attributes fit the filter."""
         if not entity.has_any_features(self.features):
             return False
@@ -75,7 +75,7 @@ class ServiceSpec:
     target_domains: tuple[str, ...] = ()
     target_features: tuple[int, ...] = ()
 
-    def targets(self, entity: Entity) -> bool:
+    def targets(self, entity: HomeEntity) -> bool:
         """Whether the service acts on `entity`: its domain and features fit the target filter."""
         if entity.domain not in (self.target_domains or (self.domain,)):
             return False
@@ -86,12 +86,12 @@ class ServiceSpec:
 class Home:
     """A snapshot of the home: the exposed entities and the services that target them."""
 
-    entities: tuple[Entity, ...]
+    entities: tuple[HomeEntity, ...]
     services: tuple[ServiceSpec, ...]
     # Entity id -> its entity, filled on the first lookup (a request looks up dozens).
-    _by_id: dict[str, Entity] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _by_id: dict[str, HomeEntity] = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def entity(self, entity_id: str) -> Entity | None:
+    def entity(self, entity_id: str) -> HomeEntity | None:
         """The exposed entity `entity_id`, if there is one."""
         by_id = self._by_id
         if not by_id and self.entities:

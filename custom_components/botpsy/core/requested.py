@@ -15,26 +15,26 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 import re
 
-from .home import Entity
+from .home import HomeEntity
 from .policy import is_social
 from .shortlist import DOMAIN_WORDS
 from .tools import Tool
 
 
-def _cover(*classes: str) -> Callable[[Entity], bool]:
+def _cover(*classes: str) -> Callable[[HomeEntity], bool]:
     """A cover of one of `classes`, or of no class (which could be any)."""
     return lambda e: e.domain == "cover" and e.device_class in (*classes, None)
 
 
-def _domains(*domains: str) -> Callable[[Entity], bool]:
+def _domains(*domains: str) -> Callable[[HomeEntity], bool]:
     return lambda e: e.domain in domains
 
 
-def _sensor(device_class: str) -> Callable[[Entity], bool]:
+def _sensor(device_class: str) -> Callable[[HomeEntity], bool]:
     return lambda e: e.domain == "sensor" and e.device_class == device_class
 
 
-def _player(excluded_class: str, excluded_words: str) -> Callable[[Entity], bool]:
+def _player(excluded_class: str, excluded_words: str) -> Callable[[HomeEntity], bool]:
     """A media player, unless its class or its name says it is the other kind (a speaker
     is no TV; a TV is no speaker); a player that says neither could be either."""
     pattern = re.compile(rf"\b(?:{excluded_words})\b", re.I)
@@ -45,7 +45,7 @@ _SPEAKER_WORDS = "speakers?|echo|sonos|homepod|soundbar|radio"
 
 
 # Nouns that name a kind of device, and the devices of that kind.
-KINDS: dict[str, Callable[[Entity], bool]] = {
+KINDS: dict[str, Callable[[HomeEntity], bool]] = {
     "light": lambda e: e.domain == "light" or (e.domain == "switch" and bool(re.search(r"light|lamp", e.name, re.I))),
     "lamp": lambda e: e.domain == "light" or (e.domain == "switch" and bool(re.search(r"light|lamp", e.name, re.I))),
     "fan": _domains("fan"),
@@ -179,11 +179,11 @@ class Named:
     # ceiling light off"): what it names, with the services its own verb asks for.
     parts: tuple[Named, ...] = ()
 
-    def services_for(self, entity: Entity) -> tuple[frozenset[str], ...]:
+    def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
 
-    def fits(self, entity: Entity) -> bool:
+    def fits(self, entity: HomeEntity) -> bool:
         """Whether `entity` can be what the request means."""
         in_place = (
             not (self.areas or self.floors)
@@ -217,7 +217,7 @@ class Named:
         of_name = self.anywhere and len(self.entity_ids) > 1 and not self.kinds
         return ((self.every or of_place) and bool(self.areas or self.floors)) or (self.anywhere and of_kind) or of_name
 
-    def rest(self, acted: Collection[Entity], actionable: Iterable[Entity]) -> Named | None:
+    def rest(self, acted: Collection[HomeEntity], actionable: Iterable[HomeEntity]) -> Named | None:
         """What a request for several things names that the calls so far (on `acted`) left
         out ("and the hallway light", after the coffee machine), if an `actionable` device
         fits it; None when the request asked for one thing or nothing is left.
@@ -244,7 +244,7 @@ class Named:
         """Whether the request names nothing and its words point at no kind of device."""
         return self.domains == frozenset() and not (self.entity_ids or self.partly)
 
-    def one_of_several(self, entities: Iterable[Entity]) -> list[Entity]:
+    def one_of_several(self, entities: Iterable[HomeEntity]) -> list[HomeEntity]:
         """The devices a request for one device of a kind, anywhere ("set the thermostat
         to 21"), could mean, if it could mean more than one; as HA's intents, it is
         then asked which, not guessed. Empty when the request is not of that sort."""
@@ -264,7 +264,7 @@ class Named:
         called = [e for e in fitting if any(_mentions(e.name.lower(), k) for k in self.kinds)]
         return fitting if len(fitting) > 1 and len(called) != 1 else []
 
-    def describe(self, entities: Iterable[Entity] = ()) -> str:
+    def describe(self, entities: Iterable[HomeEntity] = ()) -> str:
         """What was asked for, for a reply that nothing fits ("fan in the Kitchen"), or
         that asks which one (the name several of `entities` have)."""
         names = {e.name for e in entities if e.entity_id in self.entity_ids}
@@ -367,7 +367,7 @@ _FEW = 3
 _DEGREES = re.compile(r"\d\s*(?:°|[fc]\b)")
 
 
-def _parts(request: str, entities: tuple[Entity, ...], here: str | None) -> tuple[Named, ...]:
+def _parts(request: str, entities: tuple[HomeEntity, ...], here: str | None) -> tuple[Named, ...]:
     """What each part of a request for several things names, where its verb asks for
     services ("turn the floor lamp on", "and the kitchen ceiling off")."""
     parts = (named_in(part, entities, here=here, whole=False) for part in _SEVERAL.split(request) if part.strip())
@@ -382,7 +382,7 @@ def _said_words(text: str) -> set[str]:
     return {_stem(w) for w in _WORDS.findall(text)} - _FILLER
 
 
-def _named_by_part(text: str, entities: tuple[Entity, ...]) -> frozenset[str]:
+def _named_by_part(text: str, entities: tuple[HomeEntity, ...]) -> frozenset[str]:
     """The devices whose names (or whose area's name) have a word of `text` that few
     names share, besides the words that say how or of what kind a request is."""
     said = _said_words(text)
@@ -402,7 +402,7 @@ def _named_by_part(text: str, entities: tuple[Entity, ...]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _by_area_said(text: str, same_name: list[Entity], here: str | None) -> set[str]:
+def _by_area_said(text: str, same_name: list[HomeEntity], here: str | None) -> set[str]:
     """Of devices of one name in several areas, those whose area the request says with it
     ("the master bedroom light": the Bedroom Light in the Master Bedroom, not the one in
     the Bedroom), else the one where it was heard (as HA's intents prefer); all of them
@@ -437,7 +437,7 @@ def _normalized(request: str, here: str | None) -> str:
 
 def named_in(
     request: str,
-    entities: Iterable[Entity],
+    entities: Iterable[HomeEntity],
     here: str | None = None,
     recent: Iterable[str] = (),
     *,

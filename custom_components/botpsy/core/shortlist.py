@@ -13,7 +13,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 import re
 
-from .home import Entity
+from .home import HomeEntity
 from .tools import Tool
 
 # Enough for a request about several devices; more costs the model attention and the
@@ -115,7 +115,7 @@ def _similar(a: str, b: str) -> bool:
     return matcher.real_quick_ratio() >= 0.8 and matcher.quick_ratio() >= 0.8 and matcher.ratio() >= 0.8
 
 
-def score(entity: Entity, query: Sequence[str]) -> float:
+def score(entity: HomeEntity, query: Sequence[str]) -> float:
     """How well `entity` fits the query's words (0: not at all)."""
     return _Scorer(query)(entity)
 
@@ -150,7 +150,7 @@ class _Scorer:
             share = self._overlaps[phrase] = hits / len(target) if target else 0.0
         return share
 
-    def __call__(self, entity: Entity) -> float:
+    def __call__(self, entity: HomeEntity) -> float:
         result = 3 * max([self.overlap(entity.name), *(self.overlap(a) for a in entity.aliases)])
         for place in (entity.area, entity.floor):
             if place and self.overlap(place) == 1.0:
@@ -171,7 +171,7 @@ class _Scorer:
 
 
 def shortlist(
-    entities: Sequence[Entity],
+    entities: Sequence[HomeEntity],
     utterance: str,
     *,
     limit: int = DEFAULT_LIMIT,
@@ -201,7 +201,7 @@ def restrict(tools: Iterable[Tool], entity_ids: Iterable[str]) -> tuple[Tool, ..
     return tuple(result)
 
 
-def find_entities(entities: Sequence[Entity], query: str, *, limit: int = 8) -> list[dict[str, str | None]]:
+def find_entities(entities: Sequence[HomeEntity], query: str, *, limit: int = 8) -> list[dict[str, str | None]]:
     """The search behind the `find_entities` tool: best matches with name, area and state."""
     score_of = _Scorer(words(query))
     ranked = sorted(((score_of(e), e) for e in entities), key=lambda s: (-s[0], s[1].entity_id))

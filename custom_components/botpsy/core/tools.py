@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .home import Entity, FieldSpec, Home, ServiceSpec
+from .home import FieldSpec, Home, HomeEntity, ServiceSpec
 
 # Domains whose entities BotPsy may act on, and services it never offers.
 CONTROL_DOMAINS = frozenset(
@@ -202,7 +202,7 @@ def _bound(value: Any) -> float | None:
 _PLAIN_SELECTORS: dict[str, ParamType] = {"boolean": "boolean", "text": "string", "color_rgb": "rgb"}
 
 
-def _param(spec: FieldSpec, entity: Entity) -> Param | None:
+def _param(spec: FieldSpec, entity: HomeEntity) -> Param | None:
     """The argument `spec` gives for `entity`, or None if it cannot be offered."""
     kind, config = next(iter(spec.selector.items()), ("", None))
     config = config or {}
@@ -232,7 +232,7 @@ def _param(spec: FieldSpec, entity: Entity) -> Param | None:
     return None
 
 
-def _state_param(spec: FieldSpec, entity: Entity, config: Mapping[str, Any]) -> Param | None:
+def _state_param(spec: FieldSpec, entity: HomeEntity, config: Mapping[str, Any]) -> Param | None:
     """One of the states (or attribute values) `entity` lists as its options: they are its own."""
     attribute = config.get("attribute")
     source = _OPTION_LISTS.get(attribute, f"{attribute}_list") if attribute else _STATE_LISTS.get(entity.domain)
@@ -263,7 +263,7 @@ def _required_alternative(
 _PER_ENTITY = frozenset({"color_temp", "state"})
 
 
-def _service_tool(service: ServiceSpec, entities: Sequence[Entity]) -> Tool | None:
+def _service_tool(service: ServiceSpec, entities: Sequence[HomeEntity]) -> Tool | None:
     """The tool of `service` on `entities` (those of the domains it targets)."""
     targets: dict[str, tuple[Param, ...]] = {}
     groups = EXCLUSIVE_FIELDS.get(service.domain, {})
@@ -315,7 +315,7 @@ MEDIA_QUERY = "media"
 _SEARCHES_AND_PLAYS = 512 | 4194304  # MediaPlayerEntityFeature.PLAY_MEDIA | SEARCH_MEDIA
 
 
-def _search_and_play_tool(home: Home, players: Sequence[Entity]) -> Tool | None:
+def _search_and_play_tool(home: Home, players: Sequence[HomeEntity]) -> Tool | None:
     if not {"search_media", "play_media"} <= {s.service for s in home.services if s.domain == "media_player"}:
         return None
     targets = {
@@ -327,7 +327,7 @@ def _search_and_play_tool(home: Home, players: Sequence[Entity]) -> Tool | None:
     return Tool("media_player", description, SEARCH_AND_PLAY, targets) if targets else None
 
 
-def _of_domains(by_domain: Mapping[str, list[Entity]], domains: Sequence[str]) -> list[Entity]:
+def _of_domains(by_domain: Mapping[str, list[HomeEntity]], domains: Sequence[str]) -> list[HomeEntity]:
     """The entities of `domains`, in entity id order (each domain's list is in that order)."""
     lists = [by_domain[d] for d in dict.fromkeys(domains) if d in by_domain]
     if len(lists) == 1:
@@ -339,7 +339,7 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
     """Device-control tools for the exposed entities, plus the read-only state and search tools."""
     entities = sorted(home.entities, key=lambda e: e.entity_id)
     # A service is tried only on the entities of the domains it targets, not on all of them.
-    by_domain: dict[str, list[Entity]] = {}
+    by_domain: dict[str, list[HomeEntity]] = {}
     for entity in entities:
         by_domain.setdefault(entity.domain, []).append(entity)
     tools: list[Tool] = []
@@ -381,7 +381,7 @@ def compile_tools(home: Home) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
-def home_vocabulary(entities: Iterable[Entity]) -> dict[str, tuple[str, ...]]:
+def home_vocabulary(entities: Iterable[HomeEntity]) -> dict[str, tuple[str, ...]]:
     """What the home's names are, by the argument that names them in other APIs' tools
     (HA's intent tools: `name`, `area`, `floor`, and `player_name`, ...), and which domains
     and device classes its devices have."""
