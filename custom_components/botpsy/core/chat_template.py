@@ -15,7 +15,7 @@ from typing import Any
 from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .errors import EngineError
+from .errors import EngineError, ModelLoadError
 
 # For GGUFs without a chat template (base models such as the gemma-3-270m stand-in): the
 # turn format of the architecture's family, else ChatML; tools and calls in Hermes JSON,
@@ -51,6 +51,15 @@ _FALLBACK_TEMPLATES = {"gemma": GEMMA_TEMPLATE, "gemma2": GEMMA_TEMPLATE, "gemma
 def fallback_template(architecture: str) -> str:
     """The template to use when the model file has none."""
     return _FALLBACK_TEMPLATES.get(architecture, CHATML_TEMPLATE)
+
+
+def model_template(source: str, *, bos_token: str, eos_token: str) -> ChatTemplate:
+    """A loaded model's chat template, with its BOS and EOS tokens (both engines load
+    theirs so); ModelLoadError if it does not compile."""
+    try:
+        return ChatTemplate(source, bos_token=bos_token, eos_token=eos_token)
+    except ChatTemplateError as err:
+        raise ModelLoadError(str(err)) from err
 
 
 class ChatTemplateError(EngineError):

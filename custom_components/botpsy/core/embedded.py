@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from .chat_template import ChatTemplate, ChatTemplateError, fallback_template
+from .chat_template import ChatTemplate, fallback_template, model_template
 from .engine import EngineHealth, Finished, GenerateEvent, GenerateRequest, ModelInfo, Preemptible, TextDelta, Timings
 from .errors import EngineError, EngineUnavailableError, ModelLoadError
 from .gguf_metadata import read_gguf_metadata
@@ -122,14 +122,14 @@ class EmbeddedEngine:
             load_seconds=float(ready["load_seconds"]),
         )
         try:
-            self._template = ChatTemplate(
+            self._template = model_template(
                 meta.chat_template or fallback_template(meta.architecture),
                 bos_token=self._info.bos_token,
                 eos_token=self._info.eos_token,
             )
-        except ChatTemplateError as err:
+        except ModelLoadError:
             await self.async_unload()
-            raise ModelLoadError(str(err)) from err
+            raise
         return self._info
 
     async def _start(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import aiohttp
 
 from . import gbnf
-from .chat_template import ChatTemplate, ChatTemplateError
+from .chat_template import ChatTemplate, model_template
 from .engine import (
     EngineHealth,
     Finished,
@@ -176,12 +176,9 @@ class RemoteEngine:
             eos_token=str(props.get("eos_token", "")) if self._native else "",
         )
         if self._native:
-            try:
-                self._template = ChatTemplate(
-                    props["chat_template"], bos_token=self._info.bos_token, eos_token=self._info.eos_token
-                )
-            except ChatTemplateError as err:
-                raise ModelLoadError(str(err)) from err
+            self._template = model_template(
+                props["chat_template"], bos_token=self._info.bos_token, eos_token=self._info.eos_token
+            )
         return self._info
 
     async def async_count_tokens(self, text: str) -> int:
@@ -572,15 +569,14 @@ class _FastForward:
         native = final.get("timings")
         if not isinstance(native, dict):
             return
-        t = self.timings
+        t, step = self.timings, _native_timings(native)
         if self.requests == 0:
-            t.cached_tokens = int(native.get("cache_n", 0))
-            t.prompt_tokens = int(native.get("prompt_n", 0)) + t.cached_tokens
-            t.prompt_seconds = float(native.get("prompt_ms", 0)) / 1000
-        else:
-            t.decode_seconds += float(native.get("prompt_ms", 0)) / 1000
-        t.decode_seconds += float(native.get("predicted_ms", 0)) / 1000
-        t.decoded_tokens += int(native.get("predicted_n", 0))
+            t.cached_tokens, t.prompt_tokens = step.cached_tokens, step.prompt_tokens
+            t.prompt_seconds = step.prompt_seconds
+        else:  # the forced text a later request evaluates is output, not the prompt
+            t.decode_seconds += step.prompt_seconds
+        t.decode_seconds += step.decode_seconds
+        t.decoded_tokens += step.decoded_tokens
         self.requests += 1
 
     async def _append_forced(self, forced: str, *, ends: bool) -> None:
@@ -725,14 +721,25 @@ def _event_text(event: dict[str, Any], calls: dict[int, dict[str, str]]) -> tupl
     return str(delta.get("content") or ""), choice.get("finish_reason")
 
 
+def _native_timings(native: dict[str, Any]) -> Timings:
+    """llama-server's own figures of one request (its `timings`)."""
+    cached = int(native.get("cache_n", 0))
+    return Timings(
+        prompt_tokens=int(native.get("prompt_n", 0)) + cached,
+        cached_tokens=cached,
+        decoded_tokens=int(native.get("predicted_n", 0)),
+        prompt_seconds=float(native.get("prompt_ms", 0)) / 1000,
+        decode_seconds=float(native.get("predicted_ms", 0)) / 1000,
+    )
+
+
 def _update_timings(timings: Timings, event: dict[str, Any]) -> None:
     """Take the server's own figures: llama-server `timings`, OpenAI `usage`."""
     if isinstance(native := event.get("timings"), dict) and "prompt_n" in native:
-        timings.cached_tokens = int(native.get("cache_n", 0))
-        timings.prompt_tokens = int(native["prompt_n"]) + timings.cached_tokens
-        timings.decoded_tokens = int(native.get("predicted_n", 0))
-        timings.prompt_seconds = float(native.get("prompt_ms", 0)) / 1000
-        timings.decode_seconds = float(native.get("predicted_ms", 0)) / 1000
+        step = _native_timings(native)
+        timings.cached_tokens, timings.prompt_tokens = step.cached_tokens, step.prompt_tokens
+        timings.decoded_tokens = step.decoded_tokens
+        timings.prompt_seconds, timings.decode_seconds = step.prompt_seconds, step.decode_seconds
     elif isinstance(usage := event.get("usage"), dict):
         timings.prompt_tokens = int(usage.get("prompt_tokens", 0))
         timings.decoded_tokens = int(usage.get("completion_tokens", 0))
