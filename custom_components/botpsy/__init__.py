@@ -15,7 +15,7 @@ from . import llm_api
 from .const import DOMAIN
 from .core.engine import Engine
 from .core.errors import AuthenticationError, EngineUnavailableError, ModelLoadError
-from .engines import async_get_engine_manager
+from .engine_manager import async_get_engine_manager
 from .services import async_register_services
 from .stats import EngineStats
 

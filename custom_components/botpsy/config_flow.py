@@ -73,7 +73,7 @@ from .const import (
 )
 from .core import download
 from .core.embedded import default_threads
-from .core.engine_package import LOCAL_DIR, EngineInstallError
+from .core.engine_builds import LOCAL_DIR, EngineInstallError
 from .core.errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
 from .core.gguf_metadata import read_gguf_metadata
 from .core.remote import RemoteEngine, RemoteOptions

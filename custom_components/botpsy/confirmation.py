@@ -18,7 +18,6 @@ from homeassistant.core import HomeAssistant, State, callback
 from homeassistant.helpers import llm
 from homeassistant.util.hass_dict import HassKey
 
-from .actions import REPORTED_ATTRIBUTES, intent_outcome
 from .const import DOMAIN
 from .core.formats import ToolCall
 from .core.policy import is_confirmation, is_refusal, needs_confirmation
@@ -26,6 +25,7 @@ from .core.reply import describe
 from .generation import async_say
 from .language import reads_english
 from .phrases import Phrases, async_phrases
+from .service_calls import REPORTED_ATTRIBUTES, intent_outcome
 from .targets import Target, UnresolvedError
 from .toolbox import Toolbox
 

@@ -6,7 +6,7 @@ engine needs none of it. Instead, before a worker starts: if llama-cpp-python is
 the published wheel for this platform is taken from `<config>/botpsy/engine/` (placed by
 hand on an offline hub, or kept from an earlier download, so that an HA update that resets
 the installed packages needs no download) or downloaded from the project's release page,
-verified against the size and SHA-256 pinned in core/engine_package.py, and installed with
+verified against the size and SHA-256 pinned in core/engine_builds.py, and installed with
 Home Assistant's own package helper. Where no build is published (glibc hosts), the package
 is installed from PyPI and compiled, as before. A failure is an EngineInstallError with a
 translated reason, and a repair issue that says what to do.
@@ -29,7 +29,7 @@ from homeassistant.util.hass_dict import HassKey
 
 from .const import DOMAIN, LOGGER
 from .core import download
-from .core.engine_package import (
+from .core.engine_builds import (
     ENGINE_BUILDS,
     LOCAL_DIR,
     REQUIREMENT,

@@ -2,7 +2,7 @@
 
 Registered once (id `botpsy`), so any agent that uses HA's LLM APIs and ChatLog can call
 them, BotPsy's own agents first. Each tool validates its call (core) and runs it through
-HA's checks (`actions`) with the request's context.
+HA's checks (`service_calls`) with the request's context.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 import probatio
 
-from .actions import async_run, async_state_said, live_state
 from .const import DOMAIN
 from .core.formats import ToolCall
 from .core.home import Home
@@ -22,6 +21,7 @@ from .core.shortlist import find_entities
 from .core.tools import FIND_ENTITIES, GET_AREA_STATE, Tool, compile_tools
 from .core.validate import CallRejectedError, validate_call
 from .home_snapshot import async_snapshot_home
+from .service_calls import async_run, async_state_said, live_state
 
 BOTPSY_API_ID = DOMAIN
 # Homes from this many exposed entities are compiled in the executor (about 1 ms per 300

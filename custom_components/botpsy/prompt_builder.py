@@ -37,7 +37,6 @@ from homeassistant.helpers.json import json_dumps
 from homeassistant.util import dt as dt_util
 
 from . import BotPsyConfigEntry
-from .actions import live_state
 from .const import (
     CONF_ENGINE,
     CONF_MAX_HISTORY,
@@ -63,6 +62,7 @@ from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later
 from .core.requested import NAMES_NOTHING, Named
 from .core.shortlist import SMALL_HOME
 from .generation import engine_failure
+from .service_calls import live_state
 from .toolbox import Toolbox
 
 # Conversations remembered per agent; older ones only lose the reuse of their history.

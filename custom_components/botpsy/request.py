@@ -10,7 +10,7 @@
    the engine generates under a grammar compiled from the tools that fit (`Generation`)
    -> calls parsed, refused or held for confirmation -> run through the ChatLog (the
    tools validate them against our schema, HA's service schema, exposure and the user's
-   permissions, then HA executes them: `llm_api`, `actions`);
+   permissions, then HA executes them: `llm_api`, `service_calls`);
 4. the reply: what changed (`describe`), the states a question read (`describe_states`),
    or the model's own text, streamed as it came.
 
@@ -30,7 +30,6 @@ from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, llm
 
-from .actions import async_check, intent_outcome, intent_successes
 from .confirmation import Risk, async_answer_pending, async_ask_confirmation, call_gate
 from .const import (
     CONF_CONFIRM_RISKY,
@@ -64,6 +63,7 @@ from .language import (
 )
 from .phrases import Phrases, async_phrases
 from .prompt_builder import RoundCalls
+from .service_calls import async_check, intent_outcome, intent_successes
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
 from .undo import async_undo

@@ -20,9 +20,9 @@ from homeassistant.core import Context, HomeAssistant, State
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.state import async_reproduce_state
 
-from .actions import EVENT_CALL_EXECUTED, state_change
 from .core.policy import needs_confirmation, restoring_service
 from .core.reply import describe
+from .service_calls import EVENT_CALL_EXECUTED, state_change
 
 
 def last_changes(chat_log: conversation.ChatLog) -> list[dict[str, Any]]:

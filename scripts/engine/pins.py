@@ -1,7 +1,7 @@
 """Write the engine wheels of out/engine/ into the pins the integration checks.
 
 The integration installs a published wheel only if its name, size and SHA-256 are the ones
-in `ENGINE_BUILDS` (custom_components/botpsy/core/engine_package.py). After
+in `ENGINE_BUILDS` (custom_components/botpsy/core/engine_builds.py). After
 scripts/build-engine, this rewrites that tuple from the wheels and their SHA256SUMS (the
 release workflow runs it, then proposes the change), so pins and release cannot drift.
 
@@ -14,10 +14,10 @@ import argparse
 from pathlib import Path
 import re
 
-from custom_components.botpsy.core.engine_package import LLAMA_CPP_PYTHON_VERSION, RELEASE_URL, sha256_of
+from custom_components.botpsy.core.engine_builds import LLAMA_CPP_PYTHON_VERSION, RELEASE_URL, sha256_of
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE = REPO / "custom_components" / "botpsy" / "core" / "engine_package.py"
+PACKAGE = REPO / "custom_components" / "botpsy" / "core" / "engine_builds.py"
 OUT = REPO / "out" / "engine"
 # The tuple, from its annotation to its closing parenthesis at the start of a line.
 _PINS = re.compile(r"^ENGINE_BUILDS: tuple\[EngineBuild, \.\.\.\] = \(\n.*?^\)\n", re.MULTILINE | re.DOTALL)
@@ -48,7 +48,7 @@ def read_wheels(folder: Path) -> list[tuple[str, int, str]]:
 
 
 def pins_source(wheels: list[tuple[str, int, str]]) -> str:
-    """The ENGINE_BUILDS tuple as engine_package.py writes it."""
+    """The ENGINE_BUILDS tuple as engine_builds.py writes it."""
     lines = ["ENGINE_BUILDS: tuple[EngineBuild, ...] = ("]
     for name, size, digest in sorted(wheels):
         tail = name.removeprefix(f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}-")

@@ -21,7 +21,7 @@ from homeassistant.helpers import (
 )
 import pytest
 
-from custom_components.botpsy.actions import async_contents
+from custom_components.botpsy.service_calls import async_contents
 from scripts.evaluation.fixtures import expand_template, home_from_mapping, load_home
 from scripts.evaluation.home_loader import LoadedHome, async_load_home, ensure_homes_on_path, eval_hass, snapshot
 

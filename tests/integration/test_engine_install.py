@@ -28,7 +28,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from custom_components.botpsy import engine_install
 from custom_components.botpsy.const import DOMAIN, ENGINE_EMBEDDED
-from custom_components.botpsy.core.engine_package import (
+from custom_components.botpsy.core.engine_builds import (
     LLAMA_CPP_PYTHON_VERSION,
     REQUIREMENT,
     EngineBuild,

@@ -105,8 +105,9 @@ async def test_compiled_schemas_and_grammar_snapshot(
         ),
     ],
 )
+@pytest.mark.usefixtures("home")
 async def test_calls_change_real_states(
-    hass: HomeAssistant, home: None, name: str, arguments: dict[str, Any], entity_id: str, expected: tuple[Any, ...]
+    hass: HomeAssistant, name: str, arguments: dict[str, Any], entity_id: str, expected: tuple[Any, ...]
 ) -> None:
     state, attribute, value = expected
     result = await call(hass, name, arguments)
@@ -139,7 +140,7 @@ async def test_a_device_already_in_that_state_answers_at_once(
 ) -> None:
     """A light already off writes its state unchanged: that is its answer, no waiting for
     a change that will not come (the wait is made long here, so waiting would show)."""
-    monkeypatch.setattr("custom_components.botpsy.actions.STATE_SETTLE_SECONDS", 60)
+    monkeypatch.setattr("custom_components.botpsy.service_calls.STATE_SETTLE_SECONDS", 60)
     await hass.services.async_call("light", "turn_off", {"entity_id": "light.bed_light"}, blocking=True)
     async with asyncio.timeout(10):
         result = await call(hass, "light", {"entity_id": "light.bed_light", "action": "turn_off"})

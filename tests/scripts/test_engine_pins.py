@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from custom_components.botpsy.core.engine_package import ENGINE_BUILDS, LLAMA_CPP_PYTHON_VERSION, RELEASE_URL
+from custom_components.botpsy.core.engine_builds import ENGINE_BUILDS, LLAMA_CPP_PYTHON_VERSION, RELEASE_URL
 from scripts.engine.pins import PACKAGE, pins_source, release_tag, write_pins
 
 NAME = f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}-py3-none-musllinux_1_2_riscv64.whl"
@@ -27,7 +27,7 @@ def test_the_pins_are_written_as_the_package_has_them() -> None:
 
 
 def test_a_new_build_replaces_the_pins(tmp_path: Path) -> None:
-    package = tmp_path / "engine_package.py"
+    package = tmp_path / "engine_builds.py"
     shutil.copy(PACKAGE, package)
     built(tmp_path, b"wheel" * 100)
     assert write_pins(tmp_path, package)
@@ -40,7 +40,7 @@ def test_a_new_build_replaces_the_pins(tmp_path: Path) -> None:
 
 
 def test_a_wheel_that_is_not_its_listed_file_is_refused(tmp_path: Path) -> None:
-    package = tmp_path / "engine_package.py"
+    package = tmp_path / "engine_builds.py"
     shutil.copy(PACKAGE, package)
     built(tmp_path, b"wheel", listed=b"another wheel")
     with pytest.raises(SystemExit, match="does not match"):

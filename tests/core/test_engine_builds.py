@@ -10,7 +10,7 @@ from packaging.tags import Tag, parse_tag
 import pytest
 
 from custom_components.botpsy.core import worker
-from custom_components.botpsy.core.engine_package import (
+from custom_components.botpsy.core.engine_builds import (
     ENGINE_BUILDS,
     LLAMA_CPP_PYTHON_VERSION,
     RELEASE_URL,
