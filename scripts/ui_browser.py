@@ -136,14 +136,111 @@ def add_model_server(page: Page, base: str, out: Path, server: str) -> None:
     page.get_by_role("button", name="Skip and finish").click()
 
 
-def main() -> int:
+def log_in(page: Page, base: str, out: Path) -> str:
+    """Log in as the dev user; returns the session's own token, for checking the light through the REST API."""
+    page.goto(f"{base}/")
+    page.fill("input[name=username]", USER)
+    page.fill("input[name=password]", PASSWORD)
+    step(page, out, "01-login")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: "/auth/" not in url)
+    page.wait_for_function("() => document.querySelector('home-assistant')?.hass?.auth")
+    token: str = page.evaluate("() => document.querySelector('home-assistant').hass.auth.data.access_token")
+    return token
+
+
+def add_agent(page: Page, base: str, out: Path) -> None:
+    """Another agent on the same model: the subentry flow, then its reconfiguration."""
+    page.goto(f"{base}/config/integrations/integration/botpsy")
+    page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
+    step(page, out, "02-integration")
+    page.get_by_text("Add conversation agent").first.click()
+    # Which model entry: in the picker dialog (the page behind it names the entry too).
+    page.locator("dialog-pick-config-entry").get_by_text("tiny.gguf", exact=True).click()
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_role("button", name=re.compile("^(Finish|Skip and finish)$")).first.click()
+    step(page, out, "02b-agent-added")
+    page.get_by_role("button", name=re.compile("reconfigure|configure", re.I)).first.click()
+    page.get_by_role("button", name="Submit").click()
+    page.get_by_text(re.compile("Reconfiguration was successful|saved")).first.wait_for()
+    step(page, out, "02c-agent-reconfigured")
+    page.get_by_role("button", name="Close", exact=True).last.click()
+
+
+def download_diagnostics(page: Page, out: Path) -> bool:
+    """Diagnostics, as a user downloads them for a bug report; whether they describe the engine."""
+    # The first menu on the page that offers it (the entry's).
+    item = page.get_by_text("Download diagnostics").first
+    for menu in page.get_by_role("button", name="Menu").all():
+        menu.click()
+        page.wait_for_timeout(500)
+        if item.is_visible():
+            break
+        page.keyboard.press("Escape")
+    with page.expect_download() as download:
+        item.click()
+    diagnostics = out / "diagnostics.json"
+    download.value.save_as(diagnostics)
+    if "engine" not in json.loads(diagnostics.read_text())["data"]:
+        return False
+    print(f"[ui] diagnostics: {diagnostics}", flush=True)
+    return True
+
+
+def assist_turns_off_light(page: Page, base: str, out: Path, token: str) -> bool:
+    """A request typed in the Assist dialog; whether the light really went off (read from HA, not the reply)."""
+    before = light_state(base, token)
+    page.goto(f"{base}/lovelace/0")
+    page.wait_for_timeout(3000)
+    page.keyboard.press("a")  # HA's shortcut for the Assist dialog
+    box = page.locator("ha-assist-dialog input, ha-assist-chat input").first
+    box.fill("Turn off the kitchen light")
+    box.press("Enter")
+    page.get_by_text("Kitchen Lights:", exact=False).last.wait_for(timeout=120_000)
+    step(page, out, "03-assist")
+    after = light_state(base, token)
+    print(f"[ui] {KITCHEN_LIGHT}: {before} -> {after}", flush=True)
+    if after != "off":
+        return False
+    page.keyboard.press("Escape")
+    return True
+
+
+def show_sensors(page: Page, base: str, out: Path) -> None:
+    """The model's sensors in the entity list, found as a user searches for them."""
+    page.goto(f"{base}/config/entities")
+    page.locator("search-input-outlined input, search-input input, ha-input-search input").first.fill("request")
+    page.get_by_text("Last request latency", exact=False).first.wait_for()
+    step(page, out, "04-sensors")
+
+
+def run_steps(page: Page, args: argparse.Namespace, truncated: Path) -> bool:
+    """Every step in order, as a user goes through them; False when a check failed (its step's screenshot shows it)."""
+    token = log_in(page, args.base, args.out)
+    add_local_file(page, args.base, args.out, args.model, truncated)
+    add_download(page, args.base, args.out)
+    add_model_server(page, args.base, args.out, args.server)
+    add_agent(page, args.base, args.out)
+    if not download_diagnostics(page, args.out):
+        return False
+    if not assist_turns_off_light(page, args.base, args.out, token):
+        return False
+    show_sensors(page, args.base, args.out)
+    return True
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--base", required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", type=Path, required=True, help="a GGUF to add through the config flow")
     parser.add_argument("--hub-port", type=int, required=True, help="where HA's HF_ENDPOINT points")
     parser.add_argument("--server", required=True, help="an OpenAI-compatible server's URL")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     truncated = args.model.with_name("truncated.gguf")
     truncated.write_bytes(args.model.read_bytes()[: args.model.stat().st_size // 2])
@@ -159,67 +256,8 @@ def main() -> int:
             lambda: page.get_by_role("button", name="Confirm").click(),
         )
         try:
-            page.goto(f"{args.base}/")
-            page.fill("input[name=username]", USER)
-            page.fill("input[name=password]", PASSWORD)
-            step(page, args.out, "01-login")
-            page.keyboard.press("Enter")
-            page.wait_for_url(lambda url: "/auth/" not in url)
-            page.wait_for_function("() => document.querySelector('home-assistant')?.hass?.auth")
-            # The session's own token, for checking the light through the REST API.
-            token = page.evaluate("() => document.querySelector('home-assistant').hass.auth.data.access_token")
-            add_local_file(page, args.base, args.out, args.model, truncated)
-            add_download(page, args.base, args.out)
-            add_model_server(page, args.base, args.out, args.server)
-            page.goto(f"{args.base}/config/integrations/integration/botpsy")
-            page.get_by_text("qwen2.5-coder", exact=False).first.wait_for()
-            step(page, args.out, "02-integration")
-            # Another agent on the same model: the subentry flow, then its reconfiguration.
-            page.get_by_text("Add conversation agent").first.click()
-            # Which model entry: in the picker dialog (the page behind it names the entry too).
-            page.locator("dialog-pick-config-entry").get_by_text("tiny.gguf", exact=True).click()
-            page.get_by_role("button", name="Submit").click()
-            page.get_by_role("button", name=re.compile("^(Finish|Skip and finish)$")).first.click()
-            step(page, args.out, "02b-agent-added")
-            page.get_by_role("button", name=re.compile("reconfigure|configure", re.I)).first.click()
-            page.get_by_role("button", name="Submit").click()
-            page.get_by_text(re.compile("Reconfiguration was successful|saved")).first.wait_for()
-            step(page, args.out, "02c-agent-reconfigured")
-            page.get_by_role("button", name="Close", exact=True).last.click()
-            # Diagnostics, as a user downloads them for a bug report.
-            # The first menu on the page that offers it (the entry's).
-            item = page.get_by_text("Download diagnostics").first
-            for menu in page.get_by_role("button", name="Menu").all():
-                menu.click()
-                page.wait_for_timeout(500)
-                if item.is_visible():
-                    break
-                page.keyboard.press("Escape")
-            with page.expect_download() as download:
-                item.click()
-            diagnostics = args.out / "diagnostics.json"
-            download.value.save_as(diagnostics)
-            if "engine" not in json.loads(diagnostics.read_text())["data"]:
+            if not run_steps(page, args, truncated):
                 return 1
-            print(f"[ui] diagnostics: {diagnostics}", flush=True)
-            before = light_state(args.base, token)
-            page.goto(f"{args.base}/lovelace/0")
-            page.wait_for_timeout(3000)
-            page.keyboard.press("a")  # HA's shortcut for the Assist dialog
-            box = page.locator("ha-assist-dialog input, ha-assist-chat input").first
-            box.fill("Turn off the kitchen light")
-            box.press("Enter")
-            page.get_by_text("Kitchen Lights:", exact=False).last.wait_for(timeout=120_000)
-            step(page, args.out, "03-assist")
-            after = light_state(args.base, token)
-            print(f"[ui] {KITCHEN_LIGHT}: {before} -> {after}", flush=True)
-            if after != "off":
-                return 1
-            page.keyboard.press("Escape")
-            page.goto(f"{args.base}/config/entities")
-            page.locator("search-input-outlined input, search-input input, ha-input-search input").first.fill("request")
-            page.get_by_text("Last request latency", exact=False).first.wait_for()
-            step(page, args.out, "04-sensors")
         except Exception:
             page.screenshot(path=str(args.out / "failed.png"))
             raise

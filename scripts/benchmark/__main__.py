@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from functools import partial
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from homeassistant.const import __version__ as ha_version
 from custom_components.botpsy.const import CONF_N_BATCH, CONF_N_CTX, CONF_N_THREADS
 from custom_components.botpsy.core.chat_template import fallback_template
 from custom_components.botpsy.core.embedded import EmbeddedOptions
-from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from custom_components.botpsy.core.gguf_metadata import GGUFMetadata, read_gguf_metadata
 from scripts.evaluation.agents import async_botpsy_agent
 from scripts.evaluation.fixtures import home_from_mapping
 from scripts.evaluation.home_loader import async_load_home, eval_hass
@@ -275,90 +276,139 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     started = time.monotonic()
     model = resolve(args.model)
     meta = read_gguf_metadata(str(model))
-    report: dict[str, Any] = {
-        "meta": {
-            "model": meta.name,
-            "model_path": str(model),
-            "architecture": meta.architecture,
-            "file_mb": round((meta.file_size or 0) / 2**20, 1),
-            "threads": args.threads,
-            "runs": args.runs,
-            "warm_requests_per_run": WARM_PER_RUN,
-            "cpu_count": os.cpu_count(),
-            "load_average": round(os.getloadavg()[0], 2),
-            "ha_version": ha_version,
-        }
-    }
+    report: dict[str, Any] = {"meta": run_meta(args, model, meta)}
     context: dict[str, Any] = {}
     caveats: list[str] = []
-    log = logging.getLogger("bench")
     # Built (once) before anything is measured.
-    binary = args.llama_server
-    if binary == SAME_SOURCE and not (args.skip_remote and not args.concurrency_remote):
-        binary = await asyncio.to_thread(same_source_llama_server)
-    report["meta"]["llama_server"] = binary
+    report["meta"]["llama_server"] = await llama_server_binary(args)
 
     if not args.skip_demo:
-        log.warning("End to end, embedded engine, demo home")
-        embedded = await embedded_demo(model, args, context)
-        report |= {k: v for k, v in embedded.items()}
+        logging.getLogger("bench").warning("End to end, embedded engine, demo home")
+        report |= await embedded_demo(model, args, context)
         if "prefix_reuse" in context:
             report["prefix_reuse"] = context["prefix_reuse"]
         report["follow_up"] = context["follow_up"]
 
     if (floor := context.get("floor")) is not None:
-        report["floor"] = floor
-        report["engine_floor_s"] = floor["engine_floor_s"]
-        report["engine_floor_batched_s"] = floor["engine_floor_batched_s"]
-        if report.get("warm_latency_s") and floor["engine_floor_s"]:
-            report["ratio_warm_to_floor"] = round(report["warm_latency_s"] / floor["engine_floor_s"], 3)
-        if report.get("warm_latency_s") and floor["engine_floor_batched_s"]:
-            report["ratio_warm_to_floor_batched"] = round(report["warm_latency_s"] / floor["engine_floor_batched_s"], 3)
-        # The floor's exact split of the same prompt (the HA side counts the two parts apart).
-        report["user_turn_tokens"] = floor["user_turn_tokens"]
+        report |= floor_figures(report, floor)
     elif not args.skip_demo:
         caveats.append("No warm generation was recorded: no engine floor.")
 
+    report |= await embedded_sections(model, args, context)
+
+    # The worker's load options (as the agent's entry has them: those of scripts.evaluation's
+    # agent when no embedded home ran), for llama-server and the engine figures.
+    options = context.get("engine_options") or {"n_ctx": 8192, "n_batch": 512, "n_threads": args.threads}
+    engine = EmbeddedOptions(str(model), options["n_ctx"], options["n_threads"], options["n_batch"])
+    template_file = llama_server_template(args, meta)
+    if template_file is not None:
+        report["meta"]["llama_server_chat_template"] = "BotPsy's fallback for the architecture (the GGUF has none)"
+    server = partial(LlamaServer, engine, template_file, report["meta"]["llama_server"])
+    await llama_server_sections(server, args, report)
+
+    if not args.skip_engine:
+        logging.getLogger("bench").warning("Engine figures, embedded vs llama-server")
+        if args.skip_remote:
+            report["engine"] = await engine_figures(engine, args.runs, None)
+        else:
+            async with server() as remote_server:
+                report["engine"] = await engine_figures(engine, args.runs, remote_server)
+
+    report |= run_summary(report)
+    caveats += outcome_caveats(report)
+    report["meta"]["first_round_forced_to_call"] = args.force_call
+    caveats += run_caveats(report, args.force_call)
+    report["meta"]["load_average_end"] = round(os.getloadavg()[0], 2)
+    busiest = max(report["meta"]["load_average"], report["meta"]["load_average_end"])
+    if busiest > (os.cpu_count() or 1) * 0.5:
+        caveats.append(f"The machine was busy (load average up to {busiest}): times are noisy.")
+    report["caveats"] = caveats
+    report["meta"]["seconds"] = round(time.monotonic() - started, 1)
+    return report
+
+
+def run_meta(args: argparse.Namespace, model: Path, meta: GGUFMetadata) -> dict[str, Any]:
+    """What the run measured with and on, for reading its figures (the load average: how noisy they are)."""
+    return {
+        "model": meta.name,
+        "model_path": str(model),
+        "architecture": meta.architecture,
+        "file_mb": round((meta.file_size or 0) / 2**20, 1),
+        "threads": args.threads,
+        "runs": args.runs,
+        "warm_requests_per_run": WARM_PER_RUN,
+        "cpu_count": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 2),
+        "ha_version": ha_version,
+    }
+
+
+async def llama_server_binary(args: argparse.Namespace) -> str:
+    """The llama-server binary, built first when it is the same-source one and any part runs it."""
+    binary: str = args.llama_server
+    if binary == SAME_SOURCE and not (args.skip_remote and not args.concurrency_remote):
+        binary = await asyncio.to_thread(same_source_llama_server)
+    return binary
+
+
+def floor_figures(report: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
+    """The engine floor and the embedded warm request's ratios to it, so HA's overhead reads at a glance."""
+    found: dict[str, Any] = {
+        "floor": floor,
+        "engine_floor_s": floor["engine_floor_s"],
+        "engine_floor_batched_s": floor["engine_floor_batched_s"],
+    }
+    if report.get("warm_latency_s") and floor["engine_floor_s"]:
+        found["ratio_warm_to_floor"] = round(report["warm_latency_s"] / floor["engine_floor_s"], 3)
+    if report.get("warm_latency_s") and floor["engine_floor_batched_s"]:
+        found["ratio_warm_to_floor_batched"] = round(report["warm_latency_s"] / floor["engine_floor_batched_s"], 3)
+    # The floor's exact split of the same prompt (the HA side counts the two parts apart).
+    found["user_turn_tokens"] = floor["user_turn_tokens"]
+    return found
+
+
+async def embedded_sections(model: Path, args: argparse.Namespace, context: dict[str, Any]) -> dict[str, Any]:
+    """Scaling, the realistic mix and requests at once on the embedded engine, each unless skipped."""
+    log = logging.getLogger("bench")
+    found: dict[str, Any] = {}
     if not args.skip_scaling:
         log.warning("Scaling: generated homes of %s entities", ", ".join(map(str, args.sizes)))
-        report["scaling"] = await scaling(model, args)
-
+        found["scaling"] = await scaling(model, args)
     if not args.skip_mix:
         log.warning(
             "Realistic mix: %d different requests on generated homes of %s entities",
             args.mix_requests,
             ", ".join(map(str, args.mix_sizes)),
         )
-        report["mix"] = await realistic_mix(model, args, context)
-
+        found["mix"] = await realistic_mix(model, args, context)
     if not args.skip_concurrency:
         log.warning("Several at once: %d requests together, embedded engine", AT_ONCE)
-        report["concurrency"] = {"embedded": await concurrency(model, None, args)}
+        found["concurrency"] = {"embedded": await concurrency(model, None, args)}
+    return found
 
-    # The worker's load options (as the agent's entry has them: those of scripts.evaluation's
-    # agent when no embedded home ran), for llama-server and the engine figures.
-    options = context.get("engine_options") or {"n_ctx": 8192, "n_batch": 512, "n_threads": args.threads}
 
-    # A GGUF without a chat template (a base model such as gemma-3-270m): the embedded engine
-    # uses BotPsy's fallback for the architecture; llama-server gets the same one, so both
-    # render the same prompt.
-    template_file = None
-    if not meta.chat_template:
-        template_file = args.out / "chat_template.jinja"
-        args.out.mkdir(parents=True, exist_ok=True)
-        template_file.write_text(fallback_template(meta.architecture))
-        report["meta"]["llama_server_chat_template"] = "BotPsy's fallback for the architecture (the GGUF has none)"
-    server_options = (
-        options["n_threads"],
-        options["n_ctx"],
-        options["n_batch"],
-        template_file,
-        report["meta"]["llama_server"],
-    )
+def llama_server_template(args: argparse.Namespace, meta: GGUFMetadata) -> Path | None:
+    """For a GGUF without a chat template (a base model such as gemma-3-270m), the file of
+    BotPsy's fallback for the architecture, which the embedded engine uses: llama-server gets
+    the same one, so both render the same prompt."""
+    if meta.chat_template:
+        return None
+    template_file: Path = args.out / "chat_template.jinja"
+    args.out.mkdir(parents=True, exist_ok=True)
+    template_file.write_text(fallback_template(meta.architecture))
+    return template_file
+
+
+async def llama_server_sections(
+    server: Callable[..., LlamaServer], args: argparse.Namespace, report: dict[str, Any]
+) -> None:
+    """The demo home through llama-server (beside the embedded figures) and its requests at
+    once, each unless skipped; `server` starts one as the embedded engine loads the model."""
+    log = logging.getLogger("bench")
     if not args.skip_remote:
         log.warning("End to end, llama-server")
-        async with LlamaServer(model, *server_options) as server:
-            remote = await remote_demo(server, args)
+        async with server() as remote_server:
+            remote = await remote_demo(remote_server, args)
         if "engine_floor_s" in report and remote.get("warm_latency_s"):
             remote["ratio_warm_to_floor"] = round(remote["warm_latency_s"] / report["engine_floor_s"], 3)
             remote["ratio_warm_to_floor_batched"] = round(
@@ -369,28 +419,27 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         report["remote"] = remote
     if args.concurrency_remote:
         log.warning("Several at once: %d requests together, llama-server with %d slots", AT_ONCE, AT_ONCE)
-        async with LlamaServer(model, *server_options, parallel=AT_ONCE) as server:
-            report.setdefault("concurrency", {})["remote"] = await concurrency(None, server, args)
+        async with server(parallel=AT_ONCE) as remote_server:
+            report.setdefault("concurrency", {})["remote"] = await concurrency(None, remote_server, args)
 
-    if not args.skip_engine:
-        log.warning("Engine figures, embedded vs llama-server")
-        embedded_options = EmbeddedOptions(str(model), options["n_ctx"], options["n_threads"], options["n_batch"])
-        if args.skip_remote:
-            report["engine"] = await engine_figures(embedded_options, args.runs, None)
-        else:
-            async with LlamaServer(model, *server_options) as server:
-                report["engine"] = await engine_figures(embedded_options, args.runs, server)
 
+def run_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The figures across the whole run: the scaling ratio and the worst stalls anywhere."""
+    found: dict[str, Any] = {}
     if scaling_figures := report.get("scaling"):
         sizes = sorted(scaling_figures, key=int)
         smallest, largest = scaling_figures[sizes[0]], scaling_figures[sizes[-1]]
         if smallest.get("warm_latency_s") and largest.get("warm_latency_s"):
-            report["scaling_ratio_warm"] = round(largest["warm_latency_s"] / smallest["warm_latency_s"], 3)
-    report["event_loop_worst_stall_ms_anywhere"] = worst_stall(report)
-    report["gc_worst_pause_ms_anywhere"] = worst_stall(report, "gc_worst_pause_ms")
-    caveats += outcome_caveats(report)
-    report["meta"]["first_round_forced_to_call"] = args.force_call
-    if args.force_call:
+            found["scaling_ratio_warm"] = round(largest["warm_latency_s"] / smallest["warm_latency_s"], 3)
+    found["event_loop_worst_stall_ms_anywhere"] = worst_stall(report)
+    found["gc_worst_pause_ms_anywhere"] = worst_stall(report, "gc_worst_pause_ms")
+    return found
+
+
+def run_caveats(report: dict[str, Any], force_call: bool) -> list[str]:
+    """How the run differs from a user's requests, so nobody reads its figures as theirs."""
+    caveats = []
+    if force_call:
         caveats.append(
             "Each request's first round was forced to call a tool (--force-call: the grammar without its "
             "text branch), as a tool-tuned model would choose: a base model never calls on its own. Which "
@@ -403,13 +452,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             f"llama-server's warm prompt has {remote_prompt} tokens, the embedded engine's {embedded_prompt}: "
             "not the same prompt (chat templates differ?), see warm_prompt_*.txt"
         )
-    report["meta"]["load_average_end"] = round(os.getloadavg()[0], 2)
-    busiest = max(report["meta"]["load_average"], report["meta"]["load_average_end"])
-    if busiest > (os.cpu_count() or 1) * 0.5:
-        caveats.append(f"The machine was busy (load average up to {busiest}): times are noisy.")
-    report["caveats"] = caveats
-    report["meta"]["seconds"] = round(time.monotonic() - started, 1)
-    return report
+    return caveats
 
 
 def worst_stall(report: dict[str, Any], key: str = "event_loop_worst_stall_ms") -> float | None:

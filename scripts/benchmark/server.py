@@ -18,6 +18,7 @@ import subprocess
 
 import aiohttp
 
+from custom_components.botpsy.core.embedded import EmbeddedOptions
 from scripts.engine.build import VERSION, default_cache, extract, fetch_sdist, log
 
 # --llama-server's default: llama-server built from the embedded engine's llama.cpp.
@@ -50,15 +51,13 @@ def same_source_llama_server() -> str:
 
 class LlamaServer:
     """One llama-server on a local port, from `async with` on; `async_restart` empties every
-    cache it has. `chat_template` (a file) replaces the model's, e.g. for a GGUF without one,
-    so the server renders what the embedded engine renders."""
+    cache it has. It loads the model as `options` say the embedded engine does (context,
+    threads, batch). `chat_template` (a file) replaces the model's, e.g. for a GGUF without
+    one, so the server renders what the embedded engine renders."""
 
     def __init__(
         self,
-        model: Path,
-        threads: int,
-        n_ctx: int,
-        n_batch: int,
+        options: EmbeddedOptions,
         chat_template: Path | None = None,
         binary: str = "llama-server",
         parallel: int = 1,
@@ -68,9 +67,10 @@ class LlamaServer:
             raise SystemExit(f"{binary} not found (scripts/setup installs llama-server)")
         self.port = 18000 + os.getpid() % 1000
         self.url = f"http://127.0.0.1:{self.port}"
+        n_batch = str(options.n_batch)
         self._command = [
-            found, "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port), "-c", str(n_ctx),
-            "-b", str(n_batch), "-ub", str(n_batch), "-np", str(parallel), "-t", str(threads), "--no-webui",
+            found, "-m", options.model_path, "--host", "127.0.0.1", "--port", str(self.port), "-c", str(options.n_ctx),
+            "-b", n_batch, "-ub", n_batch, "-np", str(parallel), "-t", str(options.n_threads), "--no-webui",
         ]  # fmt: skip
         if parallel > 1:  # the slots share the whole context, as the embedded engine has it
             self._command.append("--kv-unified")

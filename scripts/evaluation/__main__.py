@@ -94,7 +94,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, object]:
     baseline = results.get("builtin", []) if spec.kind == "botpsy" else []
     languages = {str(home.fixture.get("language") or "en") for home in suite.homes}
     language = languages.pop() if len(languages) == 1 else "en"
-    return reports.build(suite.name, suite.format, described, results[spec.kind], baseline, language)
+    return reports.build(reports.SuiteInfo(suite.name, suite.format, language), described, results[spec.kind], baseline)
 
 
 def main(argv: list[str] | None = None) -> None:

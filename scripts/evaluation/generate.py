@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 import json
 import logging
 from pathlib import Path
@@ -66,27 +67,58 @@ class _Unsampleable(Exception):
     """A template part this sampler does not fill (a wildcard)."""
 
 
-def _walk(expression: Expression, rng: random.Random, lists: Mapping[str, SlotList], rules: Mapping[str, Any]) -> str:
-    """One random sentence of `expression`: one alternative of each, one value of each list."""
-    if isinstance(expression, TextChunk):
-        return expression.original_text
-    if isinstance(expression, Alternative):
-        return _walk(rng.choice(expression.items), rng, lists, rules)
-    if isinstance(expression, Permutation):
+@dataclass(slots=True)
+class _Sampler:
+    """What filling a template takes: the seeded choices, the slot lists and the expansion rules."""
+
+    rng: random.Random
+    lists: Mapping[str, SlotList]
+    rules: Mapping[str, Any]
+
+    def walk(self, expression: Expression) -> str:
+        """One random sentence of `expression`: one alternative of each, one value of each list."""
+        fill = _FILL.get(type(expression))
+        if fill is None:
+            raise _Unsampleable(str(expression))
+        return fill(self, expression)
+
+    def _alternative(self, expression: Alternative) -> str:
+        """One of the alternatives, so that each is as likely."""
+        return self.walk(self.rng.choice(expression.items))
+
+    def _permutation(self, expression: Permutation) -> str:
+        """All of the items, in a random order, as the template allows any."""
         items = list(expression.items)
-        rng.shuffle(items)
-        return " ".join(_walk(item, rng, lists, rules) for item in items)
-    if isinstance(expression, Sequence):
-        return "".join(_walk(item, rng, lists, rules) for item in expression.items)
-    if isinstance(expression, RuleReference):
-        return _walk(rules[expression.rule_name].expression, rng, lists, rules)
-    if isinstance(expression, ListReference):
-        slot_list = lists.get(expression.list_name)
+        self.rng.shuffle(items)
+        return " ".join(self.walk(item) for item in items)
+
+    def _sequence(self, expression: Sequence) -> str:
+        """The items in order, their own spacing kept (text chunks carry it)."""
+        return "".join(self.walk(item) for item in expression.items)
+
+    def _rule(self, expression: RuleReference) -> str:
+        """The expansion rule's body, as if it were written in place."""
+        return self.walk(self.rules[expression.rule_name].expression)
+
+    def _list(self, expression: ListReference) -> str:
+        """One of the list's values (a name, an area, a number of a range); a wildcard is not sampled."""
+        slot_list = self.lists.get(expression.list_name)
         if isinstance(slot_list, TextSlotList) and slot_list.values:
-            return _walk(rng.choice(slot_list.values).text_in, rng, lists, rules)
+            return self.walk(self.rng.choice(slot_list.values).text_in)
         if isinstance(slot_list, RangeSlotList):
-            return str(rng.choice(list(slot_list.get_numbers())))
-    raise _Unsampleable(str(expression))
+            return str(self.rng.choice(list(slot_list.get_numbers())))
+        raise _Unsampleable(str(expression))
+
+
+# How each kind of template part is filled.
+_FILL: dict[type[Expression], Callable[[_Sampler, Any], str]] = {
+    TextChunk: lambda _sampler, chunk: chunk.original_text,
+    Alternative: _Sampler._alternative,
+    Permutation: _Sampler._permutation,
+    Sequence: _Sampler._sequence,
+    RuleReference: _Sampler._rule,
+    ListReference: _Sampler._list,
+}
 
 
 def sample(
@@ -120,11 +152,12 @@ def sample(
             if not sentences or ("floor" in combination and not fixture.floors):
                 continue
             here = "area" in (intent_data.requires_context or {})
+            sampler = _Sampler(rng, lists, rules)
             seen: set[str] = set()
             for _ in range(per_class * 4):
                 sentence = rng.choice(sentences)
                 try:
-                    text = normalize_whitespace(_walk(sentence.expression, rng, lists, rules)).strip()
+                    text = normalize_whitespace(sampler.walk(sentence.expression)).strip()
                 except _Unsampleable:
                     break
                 if text and text not in seen:

@@ -101,17 +101,21 @@ def _latency(results: Sequence[CaseResult]) -> dict[str, float]:
     return {"median_s": values[len(values) // 2], "p90_s": values[min(len(values) - 1, int(0.9 * len(values)))]}
 
 
+@dataclass(slots=True)
+class SuiteInfo:
+    """The suite a report is of, as its heading names it (replies are checked for a language other than English)."""
+
+    name: str
+    format: str
+    language: str = "en"
+
+
 def build(
-    suite: str,
-    suite_format: str,
-    agent: dict[str, Any],
-    results: Sequence[CaseResult],
-    baseline: Sequence[CaseResult],
-    language: str = "en",
+    suite: SuiteInfo, agent: dict[str, Any], results: Sequence[CaseResult], baseline: Sequence[CaseResult]
 ) -> dict[str, Any]:
     report: dict[str, Any] = {
-        "suite": suite,
-        "format": suite_format,
+        "suite": suite.name,
+        "format": suite.format,
         "agent": agent,
         "summary": summary(results),
         "groups": groups(results),
@@ -119,7 +123,7 @@ def build(
         "categories": by_category(results),
         "failures": failures(results),
         "latency": _latency(results),
-        **({"language": language, "english_replies": english_replies(results)} if language != "en" else {}),
+        **({"language": suite.language, "english_replies": english_replies(results)} if suite.language != "en" else {}),
         "cases": [r.as_dict() for r in results],
     }
     if baseline:
@@ -130,7 +134,7 @@ def build(
             **({"conversations": talk} if (talk := conversations(baseline)) else {}),
             "categories": by_category(baseline),
             "failures": failures(baseline),
-            **({"english_replies": english_replies(baseline)} if language != "en" else {}),
+            **({"english_replies": english_replies(baseline)} if suite.language != "en" else {}),
             "cases": [r.as_dict() for r in baseline],
         }
     return report

@@ -29,7 +29,7 @@ from .dataset import Case, HomeCases, Suite
 from .fixtures import HomeFixture, home_from_mapping, in_area
 from .home_loader import LoadedHome, async_load_home, eval_hass, snapshot
 from .report import CaseResult
-from .scoring import Outcome, Snapshot, Verdict, diff, score_end_state, score_intent, score_target
+from .scoring import Expectation, Outcome, Snapshot, Verdict, diff, score_end_state, score_intent, score_target
 
 CLOCK = datetime(2026, 1, 15, 18, 30, tzinfo=UTC)
 # Entities that are the agents' own (BotPsy's sensors), not the home's.
@@ -194,47 +194,49 @@ async def _ask(
     return turn, time.perf_counter() - started
 
 
-async def _run_case(
-    hass: HomeAssistant,
-    home: LoadedHome,
-    fixture: HomeFixture,
-    agent: Agent,
-    spec: AgentSpec,
-    case: Case,
-    conversation_id: str,
-) -> _Run:
-    """One sentence in `conversation_id`; from the fixture's state and the case's setup,
-    or, for a later turn of a conversation, from the state the turn before left."""
-    entities = home_entities(hass)
-    area = _area_id(fixture, case.context_area)
-    device_id = home.satellite_device(area) if area else None
-    expected, setup = None, dict(case.setup)
-    if case.intent:
-        expected, setup = await expected_intent(hass, home, case, device_id, entities)
-    if not case.follows:
-        await home.async_reset(setup)
-    before = restrict(snapshot(hass), entities)
-    with ServiceCalls(hass, entities) as service_calls:
-        turn, latency = await _ask(agent, spec, case, device_id, conversation_id)
-        await hass.async_block_till_done()
-    after = restrict(snapshot(hass), entities)
-    outcome = Outcome(
-        diff(before, after, case.ignore_changes),
-        service_calls.targets,
-        reply=turn.reply if turn else "",
-        calls=turn.calls if turn else [],
-        timed_out=turn is None,
-        error=turn.error if turn else None,
-    )
-    if expected is not None:
-        verdict = score_intent(expected, outcome)
-    elif case.target:
-        verdict = score_target(target_entity(fixture, case), outcome)
-    else:
-        verdict = score_end_state(
-            before, after, case.expect_changes, case.ignore_changes, case.expect_response, outcome
+@dataclass(slots=True)
+class _HomeRun:
+    """One home's Home Assistant, its loaded fixture and the agent under test: what every case of the home runs on."""
+
+    hass: HomeAssistant
+    home: LoadedHome
+    fixture: HomeFixture
+    agent: Agent
+    spec: AgentSpec
+
+    async def async_run_case(self, case: Case, conversation_id: str) -> _Run:
+        """One sentence in `conversation_id`; from the fixture's state and the case's setup,
+        or, for a later turn of a conversation, from the state the turn before left."""
+        hass, home, fixture = self.hass, self.home, self.fixture
+        entities = home_entities(hass)
+        area = _area_id(fixture, case.context_area)
+        device_id = home.satellite_device(area) if area else None
+        expected, setup = None, dict(case.setup)
+        if case.intent:
+            expected, setup = await expected_intent(hass, home, case, device_id, entities)
+        if not case.follows:
+            await home.async_reset(setup)
+        before = restrict(snapshot(hass), entities)
+        with ServiceCalls(hass, entities) as service_calls:
+            turn, latency = await _ask(self.agent, self.spec, case, device_id, conversation_id)
+            await hass.async_block_till_done()
+        after = restrict(snapshot(hass), entities)
+        outcome = Outcome(
+            diff(before, after, case.ignore_changes),
+            service_calls.targets,
+            reply=turn.reply if turn else "",
+            calls=turn.calls if turn else [],
+            timed_out=turn is None,
+            error=turn.error if turn else None,
         )
-    return _Run(verdict, outcome, turn, latency, expected.error if expected else None)
+        if expected is not None:
+            verdict = score_intent(expected, outcome)
+        elif case.target:
+            verdict = score_target(target_entity(fixture, case), outcome)
+        else:
+            expectation = Expectation(case.expect_changes, case.ignore_changes, case.expect_response)
+            verdict = score_end_state(before, after, expectation, outcome)
+        return _Run(verdict, outcome, turn, latency, expected.error if expected else None)
 
 
 def _merge(case: Case, runs: list[_Run]) -> CaseResult:
@@ -281,16 +283,17 @@ async def async_run_home(
         async with eval_hass(Path(config_dir), language=fixture.language) as hass:
             home = await async_load_home(hass, fixture)
             agent = await _make_agent(hass, spec)
+            home_run = _HomeRun(hass, home, fixture, agent, spec)
             conversation_id = ""
             for case in home_cases.cases:
                 await agent.async_settle()
                 if case.turn is not None:  # a conversation runs once, turn after turn
                     if not case.follows:
                         conversation_id = f"eval-{case.group}-{time.monotonic_ns()}"
-                    case_runs = [await _run_case(hass, home, fixture, agent, spec, case, conversation_id)]
+                    case_runs = [await home_run.async_run_case(case, conversation_id)]
                 else:
                     case_runs = [
-                        await _run_case(hass, home, fixture, agent, spec, case, f"eval-{case.id}-{time.monotonic_ns()}")
+                        await home_run.async_run_case(case, f"eval-{case.id}-{time.monotonic_ns()}")
                         for _ in range(runs)
                     ]
                 result = _merge(case, case_runs)

@@ -67,6 +67,16 @@ class Outcome:
 
 
 @dataclass(slots=True)
+class Expectation:
+    """What an assist-suite case expects: its changes (nothing else may change), what to ignore, the reply's words."""
+
+    changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    ignore: Mapping[str, Iterable[str]] = field(default_factory=dict)
+    # Words of which the reply must hold one (a question's answer); none: any reply.
+    response: Iterable[str] = ()
+
+
+@dataclass(slots=True)
 class Verdict:
     passed: bool
     failure: Failure | None
@@ -148,20 +158,13 @@ def _cause(expected: Changes, actual: Changes, outcome: Outcome) -> Failure:
     return Failure.WRONG_VALUE
 
 
-def score_end_state(
-    before: Snapshot,
-    after: Snapshot,
-    expect_changes: Mapping[str, Mapping[str, Any]],
-    ignore_changes: Mapping[str, Iterable[str]],
-    expect_response: Iterable[str],
-    outcome: Outcome,
-) -> Verdict:
+def score_end_state(before: Snapshot, after: Snapshot, expect: Expectation, outcome: Outcome) -> Verdict:
     """An assist-suite case: the whole home's end state, and no apology."""
-    wanted = overlay(before, expect_changes)
-    expected = diff(before, wanted, ignore_changes)
-    unexpected = diff(wanted, after, ignore_changes)
-    actual = diff(before, after, ignore_changes)
-    words = [w.lower() for w in expect_response]
+    wanted = overlay(before, expect.changes)
+    expected = diff(before, wanted, expect.ignore)
+    unexpected = diff(wanted, after, expect.ignore)
+    actual = diff(before, after, expect.ignore)
+    words = [w.lower() for w in expect.response]
     if outcome.timed_out:
         return Verdict(False, Failure.TIMEOUT, "no answer in time", expected)
     if unexpected:

@@ -22,6 +22,7 @@ from homeassistant.const import EVENT_CALL_SERVICE
 from homeassistant.core import Context, Event, callback
 from homeassistant.helpers import chat_session
 
+from custom_components.botpsy.core.embedded import EmbeddedOptions
 from custom_components.botpsy.core.engine import Engine, Finished, GenerateEvent, GenerateRequest
 from scripts.benchmark.server import LlamaServer
 
@@ -133,57 +134,94 @@ async def _loop_stalls(stop: asyncio.Event, stalls: list[float]) -> None:
         stalls.append(loop.time() - before - 0.01)
 
 
+@dataclass(slots=True)
+class _Record:
+    """What HA saw of the conversations, kept apart from the verdict that reads it afterwards."""
+
+    stress: StressHome
+    label: str
+    contexts: dict[str, int] = field(default_factory=dict)  # context id -> conversation index
+    calls: list[tuple[int | None, frozenset[str]]] = field(default_factory=list)
+    replies: dict[tuple[int, int], str] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    in_order: dict[int, bool] = field(default_factory=dict)
+
+    @callback
+    def on_call(self, event: Event[Any]) -> None:
+        """Note the entities of a service call and the conversation whose context made it."""
+        data = event.data.get("service_data") or {}
+        ids = data.get("entity_id") or []
+        entities = frozenset([ids] if isinstance(ids, str) else ids)
+        owner = self.contexts.get(event.context.id, self.contexts.get(event.context.parent_id or ""))
+        if entities:
+            self.calls.append((owner, entities))
+
+    async def async_converse(self, index: int, script: Script) -> None:
+        """One conversation's turns, each after the answer before it or (not `wait`) at once."""
+        if script.wait:
+            for number, text in enumerate(script.turns):
+                await self._async_turn(index, script, number, text)
+        else:  # the next turn while the first is being answered
+            first = asyncio.create_task(self._async_turn(index, script, 0, script.turns[0]))
+            await asyncio.sleep(0.05)
+            await asyncio.gather(
+                first, *(self._async_turn(index, script, n, t) for n, t in enumerate(script.turns) if n)
+            )
+        # Read at once: HA drops a chat log idle for 5 minutes, which a long run outlasts.
+        self.in_order[index] = _in_order(self.stress, self._conversation_id(index), script)
+
+    def _conversation_id(self, index: int) -> str:
+        """The conversation's id, the engine's label in it so that both engines' runs differ."""
+        return f"{self.label}-{index}"
+
+    async def _async_turn(self, index: int, script: Script, number: int, text: str) -> None:
+        """Send one turn as the script's user, its context marked as the conversation's for on_call."""
+        context = Context(user_id=self.stress.users[script.user].id)
+        self.contexts[context.id] = index
+        started = time.monotonic()
+        hass, cid = self.stress.hass, self._conversation_id(index)
+        result = await conversation.async_converse(hass, text, cid, context, "en", self.stress.agent.agent_id)
+        self.latencies.append(time.monotonic() - started)
+        self.replies[(index, number)] = str(result.response.speech.get("plain", {}).get("speech", ""))
+
+    def crossings(self, scripts: list[Script], before: dict[str, str]) -> list[str]:
+        """Calls on another conversation's devices, and risky changes no yes in their conversation allowed."""
+        crossed: list[str] = []
+        owners: dict[str, set[int]] = {}
+        for i, s in enumerate(scripts):
+            for e in s.own:
+                owners.setdefault(e, set()).add(i)
+        for owner, entities in self.calls:
+            for entity_id in entities:
+                if entity_id in owners and owner is not None and owner not in owners[entity_id]:
+                    crossed.append(
+                        f"conversation {owner} called {entity_id} of conversation {sorted(owners[entity_id])}"
+                    )
+        for entity_id, state in before.items():
+            now = self.stress.hass.states.get(entity_id)
+            said_yes = any(entity_id in s.own and s.turns[-1] == "yes" for s in scripts)
+            if now is not None and now.state != state and not said_yes:
+                crossed.append(f"{entity_id} changed ({state} -> {now.state}) with no yes in its conversation")
+        return crossed
+
+
 async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
     times = EngineTimes()
     entry = stress.entry()
     entry.runtime_data.engine = TimedEngine(entry.runtime_data.engine, times)  # type: ignore[assignment]
     scripts = _scripts()
-    contexts: dict[str, int] = {}  # context id -> conversation index
-    calls: list[tuple[int | None, frozenset[str]]] = []
-    replies: dict[tuple[int, int], str] = {}
-    latencies: list[float] = []
-    in_order: dict[int, bool] = {}
-
-    @callback
-    def on_call(event: Event[Any]) -> None:
-        data = event.data.get("service_data") or {}
-        ids = data.get("entity_id") or []
-        entities = frozenset([ids] if isinstance(ids, str) else ids)
-        owner = contexts.get(event.context.id, contexts.get(event.context.parent_id or ""))
-        if entities:
-            calls.append((owner, entities))
-
-    async def converse(index: int, script: Script) -> None:
-        cid = f"{label}-{index}"
-
-        async def turn(number: int, text: str) -> None:
-            context = Context(user_id=stress.users[script.user].id)
-            contexts[context.id] = index
-            started = time.monotonic()
-            result = await conversation.async_converse(stress.hass, text, cid, context, "en", stress.agent.agent_id)
-            latencies.append(time.monotonic() - started)
-            replies[(index, number)] = str(result.response.speech.get("plain", {}).get("speech", ""))
-
-        if script.wait:
-            for number, text in enumerate(script.turns):
-                await turn(number, text)
-        else:  # the next turn while the first is being answered
-            first = asyncio.create_task(turn(0, script.turns[0]))
-            await asyncio.sleep(0.05)
-            await asyncio.gather(first, *(turn(n, t) for n, t in enumerate(script.turns) if n))
-        # Read at once: HA drops a chat log idle for 5 minutes, which a long run outlasts.
-        in_order[index] = _in_order(stress, cid, script)
-
+    record = _Record(stress, label)
     await stress.home.async_reset()
     before = {e: s.state for e in RISKY if (s := stress.hass.states.get(e))}
-    unsubscribe = stress.hass.bus.async_listen(EVENT_CALL_SERVICE, on_call)
+    unsubscribe = stress.hass.bus.async_listen(EVENT_CALL_SERVICE, record.on_call)
     stop = asyncio.Event()
     stalls: list[float] = []
     monitor = asyncio.create_task(_loop_stalls(stop, stalls))
     started = time.monotonic()
     try:
         results = await asyncio.gather(
-            *(asyncio.wait_for(converse(i, s), 600) for i, s in enumerate(scripts)), return_exceptions=True
+            *(asyncio.wait_for(record.async_converse(i, s), 600) for i, s in enumerate(scripts)),
+            return_exceptions=True,
         )
         await stress.hass.async_block_till_done()
     finally:
@@ -192,25 +230,13 @@ async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
         await monitor
         unsubscribe()
         entry.runtime_data.engine = entry.runtime_data.engine._engine  # type: ignore[attr-defined]
+    replies, latencies = record.replies, record.latencies
     turns = sum(len(s.turns) for s in scripts)
     lost = turns - sum(1 for text in replies.values() if text.strip())
     # An engine error is an answer, but not a served request: under load that is a flaw.
     failed = sum(1 for text in replies.values() if text.startswith(ENGINE_FAILED))
-    crossed: list[str] = []
-    owners: dict[str, set[int]] = {}
-    for i, s in enumerate(scripts):
-        for e in s.own:
-            owners.setdefault(e, set()).add(i)
-    for owner, entities in calls:
-        for entity_id in entities:
-            if entity_id in owners and owner is not None and owner not in owners[entity_id]:
-                crossed.append(f"conversation {owner} called {entity_id} of conversation {sorted(owners[entity_id])}")
-    for entity_id, state in before.items():
-        now = stress.hass.states.get(entity_id)
-        said_yes = any(entity_id in s.own and s.turns[-1] == "yes" for s in scripts)
-        if now is not None and now.state != state and not said_yes:
-            crossed.append(f"{entity_id} changed ({state} -> {now.state}) with no yes in its conversation")
-    disorder = [f"conversation {i}" for i in range(len(scripts)) if not in_order.get(i)]
+    crossed = record.crossings(scripts, before)
+    disorder = [f"conversation {i}" for i in range(len(scripts)) if not record.in_order.get(i)]
     return {
         "conversations": len(scripts),
         "turns": turns,
@@ -263,7 +289,7 @@ async def async_run(options: StressOptions) -> dict[str, Any]:
     async with stress_home(out / "embedded", model=options.model, threads=options.threads) as stress:
         engines["embedded"] = await _run_engine(stress, "embedded")
     async with (
-        LlamaServer(options.model, options.threads, 8192, 512) as server,
+        LlamaServer(EmbeddedOptions(str(options.model), n_ctx=8192, n_threads=options.threads, n_batch=512)) as server,
         stress_home(out / "remote", server=server.url, threads=options.threads) as stress,
     ):
         engines["llama-server"] = await _run_engine(stress, "remote")

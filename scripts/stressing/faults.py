@@ -49,7 +49,7 @@ from pytest_homeassistant_custom_component.common import async_test_home_assista
 
 from custom_components.botpsy.const import CONF_HF_FILE, CONF_HF_REPO, DOMAIN, ENGINE_EMBEDDED, MODELS_DIR
 from custom_components.botpsy.core import download, embedded, remote
-from custom_components.botpsy.core.embedded import EmbeddedEngine
+from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
 from custom_components.botpsy.core.engine import GenerateEvent, GenerateRequest, TextDelta
 from scripts.benchmark.server import LlamaServer
 from scripts.evaluation.agents import Agent, async_botpsy_agent
@@ -197,6 +197,17 @@ def _alive(pid: int | None) -> bool:
 # --- the embedded engine -------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _EmbeddedAgent:
+    """BotPsy's agent on the embedded engine and the model copy it loaded: what each model-file fault strikes."""
+
+    hass: HomeAssistant
+    agent: Agent
+    entry: ConfigEntry
+    engine: EmbeddedEngine
+    model: Path  # the copy the engine loaded, which the faults remove and overwrite
+
+
 async def _embedded_faults(options: StressOptions, work: Path) -> dict[str, dict[str, Any]]:
     """SIGKILL and SIGSTOP mid-answer; the model file removed and overwritten while loaded."""
     results: dict[str, dict[str, Any]] = {}
@@ -241,30 +252,30 @@ async def _embedded_faults(options: StressOptions, work: Path) -> dict[str, dict
                 }
                 if sig == signal.SIGSTOP:
                     results[name]["watchdog_s"] = embedded.WATCHDOG_TIMEOUT
-            results["model_file_removed"] = await _model_removed(hass, agent, entry, engine, model, options.model)
-            results["model_file_replaced"] = await _model_replaced(hass, agent, entry, engine, model, other, options)
+            loaded = _EmbeddedAgent(hass, agent, entry, engine, model)
+            results["model_file_removed"] = await _model_removed(loaded, options.model)
+            results["model_file_replaced"] = await _model_replaced(loaded, other, options.model)
         finally:
             injector.restore()
     return results
 
 
-async def _model_removed(
-    hass: HomeAssistant, agent: Agent, entry: ConfigEntry, engine: EmbeddedEngine, model: Path, original: Path
-) -> dict[str, Any]:
+async def _model_removed(loaded: _EmbeddedAgent, original: Path) -> dict[str, Any]:
     """The file is deleted while loaded: llama.cpp keeps its mapping, so requests are
     served; a worker that must start again (here: killed) cannot, and says why; once the
     file is back, requests are served again."""
-    await _settle(agent)
-    await asyncio.to_thread(model.unlink)
-    while_loaded = await ask(hass, agent.agent_id)
-    pid = engine.pid
+    hass, agent_id = loaded.hass, loaded.agent.agent_id
+    await _settle(loaded.agent)
+    await asyncio.to_thread(loaded.model.unlink)
+    while_loaded = await ask(hass, agent_id)
+    pid = loaded.engine.pid
     if pid is not None:
         os.kill(pid, signal.SIGKILL)
     await hass.async_block_till_done()
-    missing = await ask(hass, agent.agent_id)
-    up = await ha_up(hass, entry)
-    await asyncio.to_thread(shutil.copyfile, original, model)
-    back = await ask(hass, agent.agent_id)
+    missing = await ask(hass, agent_id)
+    up = await ha_up(hass, loaded.entry)
+    await asyncio.to_thread(shutil.copyfile, original, loaded.model)
+    back = await ask(hass, agent_id)
     return {
         "ha_up": up,
         "clear_error": not missing.served and clear(missing.text),
@@ -275,34 +286,27 @@ async def _model_removed(
     }
 
 
-async def _model_replaced(
-    hass: HomeAssistant,
-    agent: Agent,
-    entry: ConfigEntry,
-    engine: EmbeddedEngine,
-    model: Path,
-    other: Path,
-    options: StressOptions,
-) -> dict[str, Any]:
+async def _model_replaced(loaded: _EmbeddedAgent, other: Path, original: Path) -> dict[str, Any]:
     """The file is overwritten in place (as `cp other.gguf model.gguf` does) while llama.cpp
     has it mapped: the running worker reads the new bytes, or faults on pages past the new
     end. Each request is served or fails clearly; the one after is served."""
-    await _settle(agent)
-    pid = engine.pid
-    await asyncio.to_thread(shutil.copyfile, other, model)
-    answers = [await ask(hass, agent.agent_id) for _ in range(3)]
-    up = await ha_up(hass, entry)
+    hass, agent_id = loaded.hass, loaded.agent.agent_id
+    await _settle(loaded.agent)
+    pid = loaded.engine.pid
+    await asyncio.to_thread(shutil.copyfile, other, loaded.model)
+    answers = [await ask(hass, agent_id) for _ in range(3)]
+    up = await ha_up(hass, loaded.entry)
     errors = [a.text for a in answers if not a.served]
     # Put the real model back (in place again) and make sure it serves.
-    await asyncio.to_thread(shutil.copyfile, options.model, model)
-    restored = [await ask(hass, agent.agent_id) for _ in range(2)]
+    await asyncio.to_thread(shutil.copyfile, original, loaded.model)
+    restored = [await ask(hass, agent_id) for _ in range(2)]
     return {
         "ha_up": up,
         "clear_error": all(clear(e) for e in errors),
         "next_request_served": answers[-1].served and restored[-1].served,
         "answers": [a.as_dict() for a in answers],
         "errors": len(errors),
-        "worker_restarted": engine.pid != pid,
+        "worker_restarted": loaded.engine.pid != pid,
         "after_restore": [a.as_dict() for a in restored],
     }
 
@@ -322,7 +326,7 @@ REMOTE_FAULTS: tuple[tuple[str, Mode], ...] = (
 async def _remote_faults(options: StressOptions, work: Path) -> dict[str, dict[str, Any]]:
     """llama-server behind a proxy that fails one way at a time, with an HA agent on it."""
     results: dict[str, dict[str, Any]] = {}
-    server = LlamaServer(options.model, options.threads, 8192, 512)
+    server = LlamaServer(EmbeddedOptions(str(options.model), n_ctx=8192, n_threads=options.threads, n_batch=512))
     await server.async_start()
     proxy = FaultProxy(server.url, delay=0.5)
     await proxy.async_start()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import json
 import logging
 import random
@@ -24,6 +24,7 @@ from typing import Any
 from custom_components.botpsy.core.formats import FORMATS, ToolCall
 from custom_components.botpsy.core.tools import ACTION, CONTROL_DOMAINS, SKIPPED_SERVICES, Param, Tool, compile_tools
 from custom_components.botpsy.home_snapshot import async_snapshot_home
+from scripts.evaluation.agents import Turn
 from scripts.testing.tiny_gguf import write_tiny_model
 
 from .home import RISKY, UNEXPOSED, Effects, StressHome, stress_home
@@ -299,15 +300,67 @@ class _ErrorLog(logging.Handler):
 CALL_SYNTAX = ("<tool_call>", "<function=", "start_function_call", '"arguments"')
 
 
+@dataclass(slots=True)
+class _Tally:
+    """What the fuzzed outputs came to, overall and by kind, with the outputs that went wrong kept for reading."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    by_kind: dict[str, Counter[str]] = field(default_factory=dict)
+    invalid: list[dict[str, Any]] = field(default_factory=list)
+    crashes: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, output: Output, effects: Effects, turn: Turn | None, crash: str, problems: list[str]) -> None:
+        """Count the output as crashed, executed or refused; keep it when it crashed or did what is not allowed."""
+        kind = self.by_kind.setdefault(output.kind, Counter())
+        if problems:
+            self.invalid.append(
+                {
+                    "kind": output.kind,
+                    "format": output.format_name,
+                    "output": output.text[:300],
+                    "problems": problems,
+                }
+            )
+        if crash:
+            self.counts["crashes"] += 1
+            kind["crashes"] += 1
+            self.crashes.append(
+                {"kind": output.kind, "format": output.format_name, "output": output.text[:300], "crash": crash}
+            )
+        elif effects.calls:
+            self.counts["executed"] += 1
+            kind["executed"] += 1
+        else:
+            self.counts["refused"] += 1
+            kind["refused"] += 1
+            if turn is not None and turn.asks_back:
+                self.counts["held_for_confirmation"] += 1
+
+
+async def _ask(stress: StressHome, request: str, conversation_id: str) -> tuple[Turn | None, str]:
+    """The request's turn, or none and the exception that escaped it: a crash, whatever it was."""
+    try:
+        return await stress.ask(request, conversation_id), ""
+    except Exception as err:
+        return None, f"{type(err).__name__}: {err}"
+
+
+def _reply_crash(turn: Turn, logged: list[str]) -> str:
+    """What a reply hid or showed of a failure: errors BotPsy logged, no reply at all, or call syntax."""
+    crash = "; ".join(logged)
+    if not turn.reply.strip():
+        crash = crash or "empty reply"
+    elif any(mark in turn.reply for mark in CALL_SYNTAX):
+        crash = crash or f"call syntax in the reply: {turn.reply[:120]!r}"
+    return crash
+
+
 async def async_run(options: StressOptions) -> dict[str, Any]:
     out = options.out / "fuzz"
     out.mkdir(parents=True, exist_ok=True)
     tiny = out / "tiny.gguf"
     write_tiny_model(tiny)
-    counts: Counter[str] = Counter()
-    by_kind: dict[str, Counter[str]] = {}
-    invalid: list[dict[str, Any]] = []
-    crashes: list[dict[str, Any]] = []
+    tally = _Tally()
     log = _ErrorLog()
     logging.getLogger("custom_components.botpsy").addHandler(log)
     started = time.monotonic()
@@ -323,57 +376,26 @@ async def async_run(options: StressOptions) -> dict[str, Any]:
                 request = utterance(stress, output, index)
                 errors_before = len(log.records)
                 async with stress.effects() as effects:
-                    try:
-                        turn = await stress.ask(request, f"fuzz-{index}")
-                    except Exception as err:
-                        turn = None
-                        crash = f"{type(err).__name__}: {err}"
+                    turn, crash = await _ask(stress, request, f"fuzz-{index}")
                 if turn is not None:
-                    crash = "; ".join(log.records[errors_before:])
-                    if not turn.reply.strip():
-                        crash = crash or "empty reply"
-                    elif any(mark in turn.reply for mark in CALL_SYNTAX):
-                        crash = crash or f"call syntax in the reply: {turn.reply[:120]!r}"
-                kind = by_kind.setdefault(output.kind, Counter())
-                problems = admitted(stress, effects, offered)
-                if problems:
-                    invalid.append(
-                        {
-                            "kind": output.kind,
-                            "format": output.format_name,
-                            "output": output.text[:300],
-                            "problems": problems,
-                        }
-                    )
-                if crash:
-                    counts["crashes"] += 1
-                    kind["crashes"] += 1
-                    crashes.append(
-                        {"kind": output.kind, "format": output.format_name, "output": output.text[:300], "crash": crash}
-                    )
-                elif effects.calls:
-                    counts["executed"] += 1
-                    kind["executed"] += 1
-                else:
-                    counts["refused"] += 1
-                    kind["refused"] += 1
-                    if turn is not None and turn.asks_back:
-                        counts["held_for_confirmation"] += 1
+                    crash = _reply_crash(turn, log.records[errors_before:])
+                tally.add(output, effects, turn, crash, admitted(stress, effects, offered))
                 if index % 500 == 499:
                     await stress.home.async_reset()
-                    print(f"[fuzz] {index + 1} outputs, {dict(counts)}", flush=True)
+                    print(f"[fuzz] {index + 1} outputs, {dict(tally.counts)}", flush=True)
     finally:
         logging.getLogger("custom_components.botpsy").removeHandler(log)
-    (out / "invalid.json").write_text(json.dumps(invalid, indent=1, ensure_ascii=False))
-    (out / "crashes.json").write_text(json.dumps(crashes, indent=1, ensure_ascii=False))
+    (out / "invalid.json").write_text(json.dumps(tally.invalid, indent=1, ensure_ascii=False))
+    (out / "crashes.json").write_text(json.dumps(tally.crashes, indent=1, ensure_ascii=False))
+    counts = tally.counts
     return {
         "outputs": options.fuzz_outputs,
         "executed": counts["executed"],
         "refused": counts["refused"],
         "held_for_confirmation": counts["held_for_confirmation"],
-        "invalid_executed": len(invalid),
+        "invalid_executed": len(tally.invalid),
         "crashes": counts["crashes"],
         "formats": list(FORMAT_NAMES),
-        "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
+        "by_kind": {k: dict(v) for k, v in sorted(tally.by_kind.items())},
         "seconds": round(time.monotonic() - started, 1),
     }

@@ -8,7 +8,7 @@ trust BotPsy's own account.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,13 +127,9 @@ async def stress_home(
     server: str | None = None,
     threads: int = 2,
     tools: tuple[str, ...] | None = None,
-    edit: Callable[[dict[str, Any]], None] | None = None,
 ) -> AsyncIterator[StressHome]:
-    """A fresh HA with the stress home (`edit` may change the fixture first) and BotPsy."""
-    data = yaml.safe_load(HOME.read_text())
-    if edit:
-        edit(data)
-    fixture = home_from_mapping(data)
+    """A fresh HA with the stress home and BotPsy."""
+    fixture = home_from_mapping(yaml.safe_load(HOME.read_text()))
     async with eval_hass(config_dir) as hass:
         home = await async_load_home(hass, fixture)
         for entity_id in UNEXPOSED:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.evaluation.report import CaseResult, build, chart, markdown, score_line
+from scripts.evaluation.report import CaseResult, SuiteInfo, build, chart, markdown, score_line
 
 
 def result(case_id: str, category: str, passed: bool, failure: str | None = None, group: str = "") -> CaseResult:
@@ -33,7 +33,7 @@ def result(case_id: str, category: str, passed: bool, failure: str | None = None
 def test_report_files(tmp_path: Path) -> None:
     ours = [result("a", "light", True), result("b", "light", False, "no action"), result("c", "lock", False, "timeout")]
     theirs = [result("a", "light", True), result("b", "light", True), result("c", "lock", False, "no action")]
-    report = build("mini", "assist", {"kind": "botpsy", "engine": "embedded"}, ours, theirs)
+    report = build(SuiteInfo("mini", "assist"), {"kind": "botpsy", "engine": "embedded"}, ours, theirs)
     assert report["summary"] == {"passed": 1, "total": 3, "score": 33.3}
     assert report["groups"] == {"passed": 1, "total": 3, "score": 33.3}
     assert report["categories"] == {
@@ -63,7 +63,7 @@ def test_report_files(tmp_path: Path) -> None:
 def test_a_test_passes_only_when_every_phrasing_does() -> None:
     results = [result("t1/0", "light", True, group="t1"), result("t1/1", "light", False, "no action", group="t1"),
                result("t2/0", "light", True, group="t2")]  # fmt: skip
-    report = build("homes", "assist", {"kind": "botpsy"}, results, [])
+    report = build(SuiteInfo("homes", "assist"), {"kind": "botpsy"}, results, [])
     assert report["summary"]["passed"] == 2
     assert report["groups"] == {"passed": 1, "total": 2, "score": 50.0}
     assert "| tests with every phrasing right | 1/2 (50.0%) |" in markdown(report)

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from scripts.evaluation.scoring import Call, Failure, Outcome, diff, score_end_state, score_intent, score_target
+from scripts.evaluation.scoring import (
+    Call,
+    Expectation,
+    Failure,
+    Outcome,
+    diff,
+    score_end_state,
+    score_intent,
+    score_target,
+)
 
 BEFORE = {
     "light.kitchen": {"state": "off", "brightness": None, "color_mode": None},
@@ -20,7 +29,7 @@ def after(**changes: dict[str, object]) -> dict[str, dict[str, object]]:
 
 def end_state(after_: dict[str, dict[str, object]], expect: dict[str, dict[str, object]], reply: str = "Done"):
     changes = diff(BEFORE, after_)
-    return score_end_state(BEFORE, after_, expect, {}, (), Outcome(changes, reply=reply))
+    return score_end_state(BEFORE, after_, Expectation(expect), Outcome(changes, reply=reply))
 
 
 def test_end_state_passes_when_exactly_the_expected_change_happened() -> None:
@@ -58,7 +67,7 @@ def test_end_state_no_action_and_format_error() -> None:
     expect = {"lock.front_door": {"state": "unlocked"}}
     assert end_state(after(), expect).failure == Failure.NO_ACTION
     outcome = Outcome({}, reply="", calls=[Call("lock_unlock", {"entity_id": "lock.nope"}, valid=False)])
-    verdict = score_end_state(BEFORE, after(), expect, {}, (), outcome)
+    verdict = score_end_state(BEFORE, after(), Expectation(expect), outcome)
     assert verdict.failure == Failure.FORMAT_ERROR
 
 
@@ -67,14 +76,17 @@ def test_end_state_ignores_listed_attributes() -> None:
     moved = after(cover__garage={"state": "open", "current_position": 37})
     changes = diff(BEFORE, moved, {"cover.garage": ["current_position"]})
     outcome = Outcome(changes)
-    assert score_end_state(BEFORE, moved, expect, {"cover.garage": ("current_position",)}, (), outcome).passed
-    assert not score_end_state(BEFORE, moved, expect, {}, (), outcome).passed
+    assert score_end_state(BEFORE, moved, Expectation(expect, {"cover.garage": ("current_position",)}), outcome).passed
+    assert not score_end_state(BEFORE, moved, Expectation(expect), outcome).passed
 
 
 def test_end_state_expected_response_words() -> None:
     outcome = Outcome({}, reply="The front door is locked.")
-    assert score_end_state(BEFORE, after(), {}, {}, ("locked",), outcome).passed
-    assert score_end_state(BEFORE, after(), {}, {}, ("unlocked", "open"), outcome).failure == Failure.WRONG_ANSWER
+    assert score_end_state(BEFORE, after(), Expectation(response=("locked",)), outcome).passed
+    assert (
+        score_end_state(BEFORE, after(), Expectation(response=("unlocked", "open")), outcome).failure
+        == Failure.WRONG_ANSWER
+    )
 
 
 SET_POSITION = Outcome({"cover.garage": {"current_position": 50, "state": "open"}}, targets={"cover.garage"})
@@ -116,7 +128,7 @@ def test_intent_question_needs_the_answer_and_no_change() -> None:
 
 def test_timeout_is_its_own_cause() -> None:
     outcome = Outcome({}, timed_out=True)
-    assert score_end_state(BEFORE, after(), {}, {}, (), outcome).failure == Failure.TIMEOUT
+    assert score_end_state(BEFORE, after(), Expectation(), outcome).failure == Failure.TIMEOUT
     assert score_intent(SET_POSITION, outcome).failure == Failure.TIMEOUT
 
 

@@ -49,10 +49,7 @@ class EvalFan(EvalEntity, FanEntity):
         self._attr_preset_modes = None
 
     def _eval_apply(self, state: str | None, attributes: dict[str, Any], initial: bool) -> bool:
-        if (count := as_int(attributes.pop("speed_count", None))) and count > 0:
-            self._attr_speed_count = count
-        if (step := as_number(attributes.pop("percentage_step", None))) and step > 0:
-            self._attr_speed_count = max(1, round(100 / step))
+        self._apply_speed(attributes)
         if (oscillating := as_bool(attributes.pop("oscillating", None))) is not None:
             self._attr_oscillating = oscillating
         for key in ("current_direction", "direction"):
@@ -63,11 +60,6 @@ class EvalFan(EvalEntity, FanEntity):
         if "preset_mode" in attributes:
             mode = attributes.pop("preset_mode")
             self._attr_preset_mode = None if mode is None else str(mode)
-        percentage = as_int(attributes.pop("percentage", None))
-        if percentage is not None:
-            self._attr_percentage = max(0, min(100, percentage))
-            if percentage > 0:
-                self._last_percentage = self._attr_percentage
         if state is None:
             return True
         if (on := as_bool(state)) is None:
@@ -78,6 +70,18 @@ class EvalFan(EvalEntity, FanEntity):
             self._attr_percentage = 0
             self._attr_preset_mode = None
         return True
+
+    def _apply_speed(self, attributes: dict[str, Any]) -> None:
+        """Take the speed's steps and percentage apart: a positive percentage is also the one to come back at."""
+        if (count := as_int(attributes.pop("speed_count", None))) and count > 0:
+            self._attr_speed_count = count
+        if (step := as_number(attributes.pop("percentage_step", None))) and step > 0:
+            self._attr_speed_count = max(1, round(100 / step))
+        percentage = as_int(attributes.pop("percentage", None))
+        if percentage is not None:
+            self._attr_percentage = max(0, min(100, percentage))
+            if percentage > 0:
+                self._last_percentage = self._attr_percentage
 
     async def async_turn_on(self, percentage: int | None = None, preset_mode: str | None = None, **kwargs: Any) -> None:
         """On at the given speed or preset, else at the last speed."""

@@ -128,26 +128,9 @@ class EvalLight(EvalEntity, LightEntity):
         modes = self._attr_supported_color_modes or set()
         if (brightness := as_int(attributes.pop(ATTR_BRIGHTNESS, None))) is not None:
             self._attr_brightness = max(0, min(255, brightness))
-        mode_raw = attributes.pop("color_mode", None)
-        if isinstance(mode_raw, list | tuple):
-            mode_raw = mode_raw[0] if mode_raw else None
-        if mode_raw is not None and str(mode_raw) in modes:
-            self._remembered_mode = ColorMode(str(mode_raw))
-        for key in ("min_color_temp_kelvin", "max_color_temp_kelvin"):
-            if (kelvin := as_int(attributes.pop(key, None))) is not None:
-                setattr(self, f"_attr_{key}", kelvin)
-        for key in ("min_mireds", "max_mireds"):
-            attributes.pop(key, None)
-        if (kelvin := as_int(attributes.pop(ATTR_COLOR_TEMP_KELVIN, None))) is not None:
-            self._attr_color_temp_kelvin = kelvin
-        if (mireds := as_number(attributes.pop("color_temp", None))) and mireds > 0:
-            self._attr_color_temp_kelvin = round(1_000_000 / mireds)
-        for key, length in ((ATTR_HS_COLOR, 2), (ATTR_XY_COLOR, 2), (ATTR_RGB_COLOR, 3)):
-            if (value := _tuple(attributes.pop(key, None), length)) is not None:
-                setattr(self, f"_attr_{key}", value if key != ATTR_RGB_COLOR else tuple(int(v) for v in value))
-        for key, length in ((ATTR_RGBW_COLOR, 4), (ATTR_RGBWW_COLOR, 5)):
-            if (value := _tuple(attributes.pop(key, None), length)) is not None:
-                setattr(self, f"_attr_{key}", tuple(int(v) for v in value))
+        self._apply_color_mode(attributes.pop("color_mode", None), modes)
+        self._apply_color_temp(attributes)
+        self._apply_colors(attributes)
         if isinstance(effects := attributes.pop("effect_list", None), list):
             self._attr_effect_list = [str(effect) for effect in effects]
         if "effect" in attributes:
@@ -163,6 +146,34 @@ class EvalLight(EvalEntity, LightEntity):
             return False
         self._set_on(on)
         return True
+
+    def _apply_color_mode(self, mode_raw: Any, modes: set[ColorMode]) -> None:
+        """Remember the fixture's colour mode when the light has it, to show it once the light is on."""
+        if isinstance(mode_raw, list | tuple):
+            mode_raw = mode_raw[0] if mode_raw else None
+        if mode_raw is not None and str(mode_raw) in modes:
+            self._remembered_mode = ColorMode(str(mode_raw))
+
+    def _apply_color_temp(self, attributes: dict[str, Any]) -> None:
+        """Take the colour temperature and its range in kelvin, from mireds too (HA's older unit)."""
+        for key in ("min_color_temp_kelvin", "max_color_temp_kelvin"):
+            if (kelvin := as_int(attributes.pop(key, None))) is not None:
+                setattr(self, f"_attr_{key}", kelvin)
+        for key in ("min_mireds", "max_mireds"):
+            attributes.pop(key, None)
+        if (kelvin := as_int(attributes.pop(ATTR_COLOR_TEMP_KELVIN, None))) is not None:
+            self._attr_color_temp_kelvin = kelvin
+        if (mireds := as_number(attributes.pop("color_temp", None))) and mireds > 0:
+            self._attr_color_temp_kelvin = round(1_000_000 / mireds)
+
+    def _apply_colors(self, attributes: dict[str, Any]) -> None:
+        """Take the colours of well-formed tuples only, with integer channels where HA has them."""
+        for key, length in ((ATTR_HS_COLOR, 2), (ATTR_XY_COLOR, 2), (ATTR_RGB_COLOR, 3)):
+            if (value := _tuple(attributes.pop(key, None), length)) is not None:
+                setattr(self, f"_attr_{key}", value if key != ATTR_RGB_COLOR else tuple(int(v) for v in value))
+        for key, length in ((ATTR_RGBW_COLOR, 4), (ATTR_RGBWW_COLOR, 5)):
+            if (value := _tuple(attributes.pop(key, None), length)) is not None:
+                setattr(self, f"_attr_{key}", tuple(int(v) for v in value))
 
     def _set_on(self, on: bool) -> None:
         self._attr_is_on = on
