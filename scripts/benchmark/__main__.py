@@ -131,6 +131,7 @@ async def embedded_demo(model: Path, args: argparse.Namespace, result: dict[str,
     """Cold and warm on the demo home, the engine floor of the warm request between the
     runs, then prompt reuse of the tiny models on the same home."""
     async with home_with_agent(DEMO_HOME, model, None, args.threads, args.force_call) as bench:
+        await bench.async_model_path_only()
         options = engine_options(bench)
         result["engine_options"] = options
         floor: Floor | None = None
@@ -195,6 +196,7 @@ async def prefix_reuse(demo: AgentBench, model: Path, main: dict[str, Any], args
             path = write_tiny_model(Path(folder) / f"tiny-{arch}.gguf", arch) if arch else swa_model
             agent = await async_botpsy_agent(demo.hass, path, None, args.threads)
             bench = AgentBench(demo.hass, demo.home, demo.fixture, agent, force_call=args.force_call)
+            await bench.async_model_path_only()
             figures, _ = await async_warm_only(bench, args.runs, REQUEST, WARMUP_REQUEST, EXPECT)
             name = f"tiny {arch} (random weights)" if arch else "gemma-3-270m (base model)"
             found[label] = {"model": name, **figures}
@@ -206,6 +208,7 @@ async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for size in args.sizes:
         async with home_with_agent(generated_mapping(size), model, None, args.threads, args.force_call) as bench:
+            await bench.async_model_path_only()
             figures, samples = await async_warm_only(bench, args.runs, SCALING_REQUEST, WARMUP_REQUEST, SCALING_EXPECT)
             first = samples[0] if samples else None
             opening = first.first if first else None
@@ -261,6 +264,7 @@ async def concurrency(model: Path | None, server: LlamaServer | None, args: argp
 
 async def remote_demo(server: LlamaServer, args: argparse.Namespace) -> dict[str, Any]:
     async with home_with_agent(DEMO_HOME, None, server.url, args.threads, args.force_call) as bench:
+        await bench.async_model_path_only()
 
         async def restart() -> None:
             await server.async_restart()

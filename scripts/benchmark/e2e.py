@@ -19,6 +19,7 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er, intent
 from homeassistant.helpers.entity_component import DATA_INSTANCES
 
+from custom_components.botpsy.const import CONF_PREFER_LOCAL_INTENTS
 from custom_components.botpsy.core.engine import Engine
 from scripts.evaluation.agents import Agent
 from scripts.evaluation.fixtures import HomeFixture
@@ -146,6 +147,19 @@ class AgentBench:
         await self.hass.config_entries.async_reload(self.entry_id)
         await self.hass.async_block_till_done()
         self.recorder = Recorder(self.engine, force_call=self.force_call)
+
+    async def async_model_path_only(self) -> None:
+        """Every request goes to the model: HA's own sentences (prefer handling commands
+        locally, on by default) would answer the bench's requests without it, and then
+        there is nothing to set beside the engine's floor. The mix keeps the default."""
+        entry = self.hass.config_entries.async_get_entry(self.entry_id)
+        assert entry is not None
+        for subentry in entry.subentries.values():
+            if subentry.subentry_type == "conversation":
+                data = {**subentry.data, CONF_PREFER_LOCAL_INTENTS: False}
+                self.hass.config_entries.async_update_subentry(entry, subentry, data=data)
+        await self.hass.async_block_till_done()  # the entry's update listener reloads it
+        await self.async_reload()
 
     async def async_remove(self) -> None:
         await self.hass.config_entries.async_remove(self.entry_id)
