@@ -66,6 +66,10 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     # A follow-up is about what the conversation acted on.
     named = named_in("turn it off again", HOME, recent=["fan.ceiling"])
     assert [e.entity_id for e in HOME if named.fits(e)] == ["fan.ceiling"]
+    # "Switch it on" names no switch; "everything" somewhere the rules cannot read is not nothing.
+    assert named_in("switch it on", HOME).nothing
+    everything = named_in("switch off everything downstairs", HOME)
+    assert not everything.nothing and all(everything.fits(e) for e in HOME)
 
 
 def test_here_is_the_area_of_the_device_that_heard_it() -> None:

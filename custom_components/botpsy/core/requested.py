@@ -112,8 +112,12 @@ _PLACE_KINDS = frozenset(
 )
 # Words that ask for every device of a kind, besides a plural.
 _EVERY = re.compile(r"\b(?:all|every|each|both|everywhere|entire|whole)\b")
+_EVERYTHING = re.compile(r"\b(?:everything|all)\b")
 # Words that join two requests in one ("the kettle and the hall light", "X, then Y").
 _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
+_LEADING_JOIN = re.compile(r"^\W*(?:and|then|also|plus)\b")
+# "Switch" as a verb ("switch it on", "switch them off"), not a device.
+_SWITCH_VERB = re.compile(r"\bswitch(?:ed|ing)?\s+(?:(?:it|them|that|those|these|everything|all)\b|on\b|off\b)")
 
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
 # What is put on a list names no device either: "add clean the kitchen to my to-do list".
@@ -490,7 +494,8 @@ def named_in(
     if named or areas or floors or kinds:
         said_all = bool(_EVERY.search(text))
         plural = any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
-        several = bool(_SEVERAL.search(text))
+        # "And the towel heater" joins this request to the one before, not two in one.
+        several = bool(_SEVERAL.search(_LEADING_JOIN.sub("", text)))
         return Named(
             named,
             areas,
@@ -504,13 +509,19 @@ def named_in(
             services=() if several else services,
             parts=_parts(request, entities, here) if several and whole else (),
         )
-    domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(text, w) for w in said))
+    # "Switch it on" says no switch.
+    unswitched = _SWITCH_VERB.sub(" ", text)
+    domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(unswitched, w) for w in said))
     if _DEGREES.search(text):  # "make it 72 F"
         domains |= {"climate"}
+    # "Switch off everything downstairs": every device, wherever the words put them; the
+    # model reads the place (not a request that names nothing).
+    any_domain = not domains and bool(_EVERYTHING.search(text))
     # "Make it a degree warmer" after setting one thermostat: that one, not every one.
     if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
         return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services)
-    return Named(frozenset(recent), frozenset(), frozenset(), (), domains, partly=partly, services=services)
+    of = None if any_domain else domains
+    return Named(frozenset(recent), frozenset(), frozenset(), (), of, partly=partly, services=services)
 
 
 # A request that names nothing: every device fits.
