@@ -122,6 +122,14 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("Turn the heating back on", False, False),  # a request of its own
         ("No thanks", False, False),
         ("put the milk back on the list", False, False),
+        # After a remark of its own, and said otherwise.
+        ("Too bright, put them back", True, False),
+        ("That's too dark, go back to how it was", True, False),
+        ("go back to previous track", False, False),
+        # The device that was wrong, then the one meant.
+        ("No, not the fan, the sofa lamp", False, True),
+        ("Not the mirror, the towel heater", False, True),
+        ("not the bedroom lights but the hallway", False, False),  # no device after it said as one
     ],
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:

@@ -81,16 +81,20 @@ def is_refusal(text: str, language: str | None = "en") -> bool:
 
 # "Undo that", "put it back": what the last turn changed goes back as it was.
 _UNDO = re.compile(
-    r"^\W*(?:(?:please|ok|okay|actually|oops|hmm)\b[\s,]*)*(?:can you\s+|could you\s+)?"
+    # After a short remark of its own ("Too bright, put them back").
+    r"^(?:[^,.;!?]{1,40}[,.;!?]\s*)?\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*(?:can you\s+|could you\s+)?"
     r"(?:undo\b|revert\b|put (?:it|them|that|everything|those) back\b|change (?:it|them|that) back\b"
-    r"|(?:set|make) (?:it|them|that) (?:back )?(?:the way|how|as) (?:it|they) (?:was|were)\b)",
+    r"|(?:set|make|put|turn) (?:it|them|that) (?:back )?(?:the way|how|as) (?:it|they) (?:was|were)\b"
+    r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$)",
     re.IGNORECASE,
 )
 # "No, not that one, the bedside lamp", "sorry, I meant the kitchen": the last turn acted on
 # the wrong thing; it is put back, and the request is the rest.
 _CORRECTION = re.compile(
-    r"^\W*(?:no|nope|oops|sorry|wait|actually|not that)\b[\w\s,']{0,20}?"
-    r"\b(?:i meant|i mean|not that(?: one)?|wrong (?:one|light|lamp|device)|the other)\b",
+    r"^\W*(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,20}?"
+    r"\b(?:i meant|i mean|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
+    # "Not the mirror, the towel heater".
+    r"|not (?:the|that|this|my) [\w' -]+?,\s*(?:but |i meant )?(?:the|my) \w)",
     re.IGNORECASE,
 )
 
