@@ -52,6 +52,7 @@ from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request
+from .follow_ups import follow_up_calls, turns
 from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
     Recognized,
@@ -104,8 +105,11 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     heard = Heard(utterance, language, recognized, llm_context, context)
-    # What HA's own sentences read exactly is done as they read it (see `exact`).
+    # What HA's own sentences read exactly is done as they read it (see `exact`); a
+    # follow-up that the turn before says exactly, as it says it (see `follow_ups`).
     exact = await async_exact_request(agent.hass, scope.toolbox, heard) if prefer_local else None
+    if exact is None and not (recognized and recognized.question):
+        exact = follow_up_calls(agent.hass, chat_log, scope, correction=is_correction(utterance))
     # A question HA's sentences read exactly gets HA's own answer (see `exact`).
     reply = await async_exact_answer(agent.hass, chat_log, heard) if prefer_local and not exact else None
     if reply is None and not exact:
@@ -144,6 +148,8 @@ class Scope:
     # Whether it joins several requests ("X et Y") that BotPsy's word rules cannot tell
     # apart (another language): the model may write a call for each.
     joined: bool = False
+    # The area of the device that heard it ("here").
+    here: str | None = None
 
     @classmethod
     def of(
@@ -157,11 +163,15 @@ class Scope:
         """What `utterance` is about in this conversation; a follow-up reads the turns before it too."""
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
+        # "Turn it off", "make them dimmer": what the latest turn about any device was about.
+        last = next(
+            (found for turn in reversed(turns(chat_log)) if (found := [e for c in turn for e in _devices_of(c)])), []
+        )
         # A follow-up ("and the other one?") is about what the last turns named too.
         earlier = [c.content for c in chat_log.content if isinstance(c, conversation.UserContent)][-3:-1]
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
         here = _area_of_device(hass, chat_log)
-        named = named_in(utterance, toolbox.home.entities, here=here, recent=recent)
+        named = named_in(utterance, toolbox.home.entities, here=here, recent=last)
         if earlier and _asked_which(chat_log):
             # The answer to "which one?" ("the one in the office", "both", "the second"):
             # what the request before it named, narrowed by the answer.
@@ -177,8 +187,8 @@ class Scope:
             # question mark.
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
             joined = len(joined_parts(utterance, language)) > 1
-            return cls(utterance, toolbox, entity_ids, named, question, english=False, joined=joined)
-        return cls(utterance, toolbox, entity_ids, named, is_question(utterance))
+            return cls(utterance, toolbox, entity_ids, named, question, english=False, joined=joined, here=here)
+        return cls(utterance, toolbox, entity_ids, named, is_question(utterance), here=here)
 
     def early_answer(self) -> str | None:
         """The answer given without the model, to a request for an action that no device

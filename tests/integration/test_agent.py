@@ -649,16 +649,53 @@ async def test_the_answer_to_which_one_is_taken_with_the_question(hass: HomeAssi
 
 
 async def test_a_relative_follow_up_is_about_the_device_just_set(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    """ "Make it a degree warmer" after setting one thermostat: that one, not every one."""
+    """ "Make it a degree warmer" after setting one thermostat: that one, a degree from
+    where it is, without the model."""
     set_it = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 20})
     script(agent, XML.render(set_it))
     _speech, conversation_id = await ask(hass, "Set the heatpump to 20 degrees")
-    warmer = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 21})
-    engine = script(agent, XML.render(warmer))
-    await ask(hass, "make it one degree warmer", conversation_id)
+    ecobee = hass.states.get("climate.ecobee")
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "make it one degree warmer", conversation_id)
     assert hass.states.get("climate.heatpump").attributes["temperature"] == 21  # type: ignore[union-attr]
-    grammar = engine.requests[0].grammar or ""
-    assert "climate.heatpump" in grammar and "climate.hvac" not in grammar and "climate.ecobee" not in grammar
+    assert hass.states.get("climate.ecobee") == ecobee and engine.requests == []
+    assert speech == "HeatPump: temperature 20 → 21."
+
+
+async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    await hass.services.async_call(
+        "light", "turn_on", {"entity_id": "light.kitchen_lights", "brightness_pct": 50}, blocking=True
+    )
+    engine = script(agent)
+    await ask(hass, "Make the kitchen lights a bit brighter")
+    brightness = hass.states.get("light.kitchen_lights").attributes["brightness"]  # type: ignore[union-attr]
+    assert round(brightness / 255 * 100) == 70 and engine.requests == []
+
+
+async def test_and_another_device_does_the_same_to_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "And the ceiling lights": the turn before's action, on what this one names."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "and the ceiling lights too", conversation_id)
+    assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
+    assert "Ceiling Lights: on → off" in speech and engine.requests == []
+
+
+async def test_a_correction_naming_the_wrong_one_does_the_right_one(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "Not the kitchen lights, the ceiling lights": the wrong one put back, the right one
+    done as the turn before did, and the model is not needed."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "Not the kitchen lights, the ceiling lights", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
+    assert speech.startswith("Put back. Kitchen Lights: off → on") and engine.requests == []
 
 
 async def test_a_sensor_state_is_said_as_ha_says_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
@@ -698,6 +735,27 @@ async def test_a_correction_puts_back_and_does_what_was_meant(hass: HomeAssistan
     assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
     assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
     assert speech.startswith("Put back. Kitchen Lights: off → on") and "Ceiling Lights: on → off" in speech
+
+
+async def test_undo_said_after_a_remark_puts_back(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "Too dark in here, put them back", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+    assert speech.startswith("Put back.") and engine.requests == []
+
+
+async def test_it_after_a_question_is_the_device_asked_about(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Is the kitchen light on?" then "switch it off then": the kitchen lights, not every
+    switch of the home ("switch" is the verb here)."""
+    _speech, conversation_id = await ask(hass, "Are the kitchen lights on?")
+    off = ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})
+    engine = script(agent, XML.render(off))
+    await ask(hass, "switch it off then", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert "light.kitchen_lights" in grammar and "switch.decorative_lights" not in grammar
 
 
 async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: MockConfigEntry) -> None:

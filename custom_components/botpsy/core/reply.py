@@ -32,6 +32,8 @@ def _reason(text: str) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # "20 → 21", as it is said, not "20.0 → 21.0"
     return "unset" if value is None else str(value)
 
 

@@ -1,0 +1,214 @@
+"""What a follow-up asks that its words alone do not say, worked out from the turn before.
+
+A small model reads "a bit brighter" as a brightness of 12 %, and "and the towel heater"
+as switching it on and off again. Two kinds of follow-up are certain enough to be done
+without it (English words):
+
+- a **relative change** ("a bit brighter", "two degrees warmer", "louder", "turn it down",
+  "slower"): each device's level moves by a step from where it is now (`relative_call`);
+- the **same again** on something else ("and the towel heater", "same for the hallway",
+  "the living room blinds too", "now the bathroom"), and what a correction meant ("no, not
+  the fan, the sofa lamp"): the calls of the turn before, on what this one names
+  (`again_calls`).
+
+Everything else a follow-up says is left to the model, which reads the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+import re
+from typing import Any
+
+from .formats import ToolCall
+from .home import HomeEntity
+from .tools import ACTION
+
+
+@dataclass(frozen=True, slots=True)
+class Relative:
+    """A change said relative to where a device is: what moves (None: whatever the
+    device's level is, "turn it up"), which way, and by how much if it is said."""
+
+    quantity: str | None  # "brightness", "temperature", "volume", "speed", "position"
+    up: bool
+    amount: float | None = None
+
+
+# Comparatives and phrases that say what moves and which way.
+_RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
+    (re.compile(r"\b(?:brighter|lighter)\b|\bmore light\b|\bbrightness up\b"), "brightness", True),
+    (re.compile(r"\b(?:dimmer|darker)\b|\bless light\b|\bbrightness down\b"), "brightness", False),
+    (re.compile(r"\b(?:warmer|hotter)\b|\b(?:heat|temperature) up\b"), "temperature", True),
+    (re.compile(r"\b(?:cooler|colder)\b|\b(?:heat|temperature) down\b"), "temperature", False),
+    (re.compile(r"\blouder\b|\bvolume up\b"), "volume", True),
+    (re.compile(r"\b(?:quieter|softer)\b|\bvolume down\b"), "volume", False),
+    (re.compile(r"\bfaster\b|\bspeed (?:it |them )?up\b"), "speed", True),
+    (re.compile(r"\bslower\b|\bslow (?:it |them )?down\b"), "speed", False),
+    (re.compile(r"\b(?:open|raise) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further|higher)\b"),
+     "position", True),
+    (re.compile(r"\b(?:close|lower) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further)\b"),
+     "position", False),
+    # "Turn it up", "turn the music down": whatever the device's level is.
+    (re.compile(r"\b(?:turn|crank|bring|put) (?:it|them|that|this|the \w+(?: \w+)?) (up|down)\b"
+                r"|\b(?:turn|crank) (up|down) (?:the )?\w+"), None, True),
+)  # fmt: skip
+# A number said with the change: "by 10 percent", "two degrees warmer".
+_NUMBERS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10, "half a": 0.5}
+_AMOUNT = re.compile(
+    r"\b(\d+(?:[.,]\d+)?|one|two|three|four|five|ten|half a|a)\s*(?:°|degrees?|percent|%|points?)"
+    r"|\bby (\d+(?:[.,]\d+)?)\b"
+)
+# What asks for a new value outright ("set it to 40 %"): not relative, whatever else it says.
+_ABSOLUTE = re.compile(r"\bto \d|\bto (?:half|max|min|full)|\b(?:halfway|maximum|minimum)\b")
+
+
+def relative_change(text: str) -> Relative | None:
+    """The relative change `text` asks for, if it asks for one (and no value outright)."""
+    said = text.lower()
+    if _ABSOLUTE.search(said):
+        return None
+    found = []
+    for pattern, quantity, up in _RELATIVE:
+        if match := pattern.search(said):
+            direction = up if quantity is not None else next(g for g in match.groups() if g) == "up"
+            found.append(Relative(quantity, direction))
+    if len(found) != 1:
+        return None
+    amount = None
+    if match := _AMOUNT.search(said):
+        word = (match.group(1) or match.group(2)).replace(",", ".")
+        amount = float(_NUMBERS.get(word, word)) if word in _NUMBERS or word[0].isdigit() else None
+    return Relative(found[0].quantity, found[0].up, amount)
+
+
+# What moves on each domain, the attribute it is read from and the call that sets it.
+_LEVELS: dict[str, tuple[str, str, str]] = {
+    # domain: (quantity, the call's action, its argument)
+    "light": ("brightness", "turn_on", "brightness_pct"),
+    "climate": ("temperature", "set_temperature", "temperature"),
+    "water_heater": ("temperature", "set_temperature", "temperature"),
+    "media_player": ("volume", "volume_set", "volume_level"),
+    "fan": ("speed", "set_percentage", "percentage"),
+    "cover": ("position", "set_cover_position", "position"),
+}
+
+
+def moves(domain: str) -> str | None:
+    """What a relative change moves on a device of `domain`, if anything."""
+    level = _LEVELS.get(domain)
+    return level[0] if level else None
+
+
+def relative_call(change: Relative, entity: HomeEntity, state: str, attributes: Mapping[str, Any]) -> ToolCall | None:
+    """The call that moves `entity` (now `state`, with `attributes`) by `change`: a step
+    from where it is, within its range; None if the change is not about what the device
+    has, or its level is not known."""
+    level = _LEVELS.get(entity.domain)
+    if level is None or change.quantity not in (None, level[0]):
+        return None
+    quantity, action, argument = level
+    sign = 1 if change.up else -1
+    value: float
+    if quantity == "brightness":
+        if state == "off" and not change.up:
+            return None  # nothing to dim
+        percent = round(float(attributes.get("brightness") or 0) / 255 * 100) if state == "on" else 0
+        value = min(100, max(1, percent + sign * (change.amount or 20)))
+    elif quantity == "temperature":
+        target = attributes.get("temperature")
+        if not isinstance(target, int | float):
+            return None  # a range (heat and cool) or no target: the model decides
+        step = float(attributes.get("target_temp_step") or 1)
+        value = target + sign * (change.amount or max(step, 1))
+        low, high = attributes.get("min_temp"), attributes.get("max_temp")
+        value = min(high, value) if isinstance(high, int | float) else value
+        value = max(low, value) if isinstance(low, int | float) else value
+    elif quantity == "volume":
+        volume = attributes.get("volume_level")
+        if not isinstance(volume, int | float):
+            return None
+        value = round(min(1.0, max(0.0, volume + sign * (change.amount or 10) / 100)), 2)
+    else:
+        key = "percentage" if quantity == "speed" else "current_position"
+        level = attributes.get(key)
+        if not isinstance(level, int | float):
+            return None
+        step = float(attributes.get("percentage_step") or 10) if quantity == "speed" else 20
+        value = min(100, max(0, round(level + sign * (change.amount or step))))
+    if isinstance(value, float) and value.is_integer() and quantity != "volume":
+        value = int(value)
+    return ToolCall(entity.domain, {"entity_id": entity.entity_id, ACTION: action, argument: value})
+
+
+# "And the towel heater", "same for the hallway", "the blinds too", "now the bathroom",
+# "what about the office?": the turn before, on something else.
+_AGAIN = re.compile(
+    r"^\W*(?:and|also|plus|now|then|same (?:for|with|in)|(?:and )?(?:what|how) about)\b"
+    r"|\b(?:too|as well|also)\W*(?:please\W*)?$",
+    re.IGNORECASE,
+)
+# Words that say an action of their own: such a request is not the turn before again.
+_OWN_VERB = re.compile(
+    r"\b(?:turn|switch|set|dim|brighten|make|play|pause|resume|stop|start|lock|unlock|open|close|shut|raise|lower"
+    r"|increase|decrease|mute|unmute|skip|add|put|remove|clean|water|arm|disarm|activate|deactivate|run|trigger"
+    r"|on|off|enable|disable|is|are|what's|how's)\b|\d|%",
+    re.IGNORECASE,
+)
+
+
+def is_again(text: str) -> bool:
+    """Whether `text` asks for the turn before again, on something else: it says so
+    ("and …", "… too", "same for …") and has no verb or value of its own. "And the bed
+    light?" may ask about it as well: that is the model's to read."""
+    rest = re.sub(r"^\W*(?:and )?(?:what|how) about\b", "", text, flags=re.IGNORECASE)
+    asked = rest == text and text.rstrip().endswith("?")
+    return bool(_AGAIN.search(text)) and not _OWN_VERB.search(rest) and not asked
+
+
+# The services that do the same on another domain's devices (switching on or off, no data).
+_SAME_SERVICE: tuple[frozenset[str], ...] = (
+    frozenset({"turn_on", "open_cover", "open_valve"}),
+    frozenset({"turn_off", "close_cover", "close_valve"}),
+)
+
+
+def again_calls(
+    before: Sequence[ToolCall], targets: Iterable[HomeEntity], offered: Mapping[str, frozenset[str]]
+) -> list[ToolCall] | None:
+    """The calls of the turn before (`before`, which did one thing, on one or more devices)
+    on each of `targets`; None where they did several things, or a target cannot get the
+    same (`offered`: each target's services). The same service and data on a device of the
+    same domain; switching on or off (opening, closing) on another."""
+    done = {(c.name, str(c.arguments.get(ACTION)), _data(c)) for c in before}
+    if len(done) != 1:
+        return None
+    domain, service, _key = next(iter(done))
+    data = {k: v for k, v in before[0].arguments.items() if k not in ("entity_id", ACTION)}
+    calls = []
+    for target in targets:
+        services = offered.get(target.entity_id, frozenset())
+        if target.domain == domain and service in services:
+            calls.append(ToolCall(domain, {"entity_id": target.entity_id, ACTION: service, **data}))
+            continue
+        same = next((group for group in _SAME_SERVICE if service in group), frozenset())
+        other = sorted(same & services)
+        if data or len(other) != 1:
+            return None
+        calls.append(ToolCall(target.domain, {"entity_id": target.entity_id, ACTION: other[0]}))
+    return calls or None
+
+
+def _data(call: ToolCall) -> str:
+    """A call's data besides its target and action, comparable."""
+    return repr(sorted((k, repr(v)) for k, v in call.arguments.items() if k not in ("entity_id", ACTION)))
+
+
+# "No, not the fan, the sofa lamp": the part that names the wrong device.
+_NOT_THAT = re.compile(r"\bnot (?:the |that |this |my )?[\w' -]+?(?:,\s*|\s+but\s+|$)", re.IGNORECASE)
+
+
+def meant(text: str) -> str:
+    """What a correction names as meant: its words without the device it says was wrong."""
+    return _NOT_THAT.sub("", text).strip(" ,")

@@ -1,0 +1,117 @@
+"""Follow-ups done without the model (`core.follow_up`), read from the chat log and HA's states.
+
+"A bit brighter" after dimming the floor lamp moves that lamp a step from where it is now;
+"and the towel heater" after switching on the coffee machine switches the heater on; "no,
+not the fan, the sofa lamp" (the fan already put back) switches the lamp on. The calls run
+as the model's would (validated, held for a yes where one is needed, reported by what
+changed); where they cannot be written exactly, the model has the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from homeassistant.components import conversation
+from homeassistant.core import HomeAssistant
+
+from .core.follow_up import again_calls, is_again, meant, moves, relative_call, relative_change
+from .core.formats import ToolCall
+from .core.home import HomeEntity
+from .core.requested import Named, named_in
+from .core.tools import ACTION
+from .core.validate import CallRejectedError, validate_call
+from .toolbox import Toolbox
+
+if TYPE_CHECKING:
+    from .request import Scope
+
+
+def turns(chat_log: conversation.ChatLog) -> list[list[conversation.Content]]:
+    """The chat log's earlier turns (before the one being answered), each from its user
+    content to the next, oldest first."""
+    found: list[list[conversation.Content]] = []
+    for content in chat_log.content[:-1]:
+        if isinstance(content, conversation.UserContent):
+            found.append([])
+        if found:
+            found[-1].append(content)
+    return found
+
+
+def acted(turn: Iterable[conversation.Content]) -> list[ToolCall]:
+    """The calls of BotPsy's actions in `turn` that ran without error."""
+    turn = list(turn)
+    results = [c for c in turn if isinstance(c, conversation.ToolResultContent)]
+    ran = {c.tool_call_id for c in results}
+    failed = {c.tool_call_id for c in results if isinstance(data := c.result.data, dict) and data.get("error")}
+    return [
+        ToolCall(call.tool_name, dict(call.tool_args))
+        for content in turn
+        if isinstance(content, conversation.AssistantContent)
+        for call in content.tool_calls or ()
+        if call.id in ran and call.id not in failed and {"entity_id", ACTION} <= call.tool_args.keys()
+    ]
+
+
+def follow_up_calls(
+    hass: HomeAssistant, chat_log: conversation.ChatLog, scope: Scope, *, correction: bool = False
+) -> list[ToolCall] | None:
+    """The calls a follow-up asks for that can be written without the model: a relative
+    change of what it names (or of what the turn before acted on), the turn before again on
+    what it names, or what a correction meant; None where it is none of these (English),
+    or the calls cannot be exactly those."""
+    if not scope.english or scope.question:
+        return None
+    toolbox = scope.toolbox
+    if (change := relative_change(scope.utterance)) is not None:
+        calls: list[ToolCall] = []
+        for entity in _targets(toolbox, scope.named):
+            if (quantity := moves(entity.domain)) is None or change.quantity not in (None, quantity):
+                continue
+            state = hass.states.get(entity.entity_id)
+            call = relative_call(change, entity, state.state, state.attributes) if state else None
+            if call is None:
+                return None
+            calls.append(call)
+        return _valid(toolbox, calls)
+    earlier = turns(chat_log)
+    if not earlier or not (correction or is_again(scope.utterance)):
+        return None
+    before = acted(earlier[-1])
+    if not before:
+        return None
+    # What it names now, without what the conversation named before (that is the turn before's).
+    words = meant(scope.utterance) if correction else scope.utterance
+    named = named_in(words, toolbox.home.entities, here=scope.here)
+    domains = {call.name for call in before}
+    targets = _targets(toolbox, named, domains)
+    offered: dict[str, frozenset[str]] = {}
+    for tool in toolbox.compiled:
+        for entity_id in tool.targets if not tool.read_only else ():
+            offered[entity_id] = offered.get(entity_id, frozenset()) | {tool.service}
+    calls = again_calls(before, targets, offered) or []
+    return _valid(toolbox, calls)
+
+
+def _targets(toolbox: Toolbox, named: Named, domains: Iterable[str] = ()) -> list[HomeEntity]:
+    """The devices a follow-up is about: those it names by name, else those that fit the
+    kinds and places it names; a place alone means its devices of `domains` (those the
+    turn before acted on)."""
+    actionable = toolbox.actionable()
+    if named.entity_ids and not (named.kinds or named.areas or named.floors):
+        return [e for e in actionable if e.entity_id in named.entity_ids]
+    if named.kinds:
+        return [e for e in actionable if named.fits(e)]
+    if named.areas or named.floors:
+        return [e for e in actionable if named.fits(e) and e.domain in set(domains)]
+    return []
+
+
+def _valid(toolbox: Toolbox, calls: list[ToolCall]) -> list[ToolCall] | None:
+    """`calls` with their values typed, if every one is valid; else None (the model decides)."""
+    tools = {t.key: t for t in toolbox.compiled}
+    try:
+        return [ToolCall(c.name, validate_call(c, tools).arguments) for c in calls] or None
+    except CallRejectedError:
+        return None

@@ -1,0 +1,142 @@
+"""Follow-ups done without the model: relative changes, and the turn before again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from custom_components.botpsy.core.follow_up import (
+    Relative,
+    again_calls,
+    is_again,
+    meant,
+    relative_call,
+    relative_change,
+)
+from custom_components.botpsy.core.formats import ToolCall
+from custom_components.botpsy.core.home import HomeEntity
+
+
+@pytest.mark.parametrize(
+    ("text", "change"),
+    [
+        ("A bit brighter", Relative("brightness", True)),
+        ("make them a little dimmer", Relative("brightness", False)),
+        ("make it one degree warmer", Relative("temperature", True, 1)),
+        ("2 degrees cooler please", Relative("temperature", False, 2)),
+        ("louder", Relative("volume", True)),
+        ("turn it down", Relative(None, False)),
+        ("turn up the music", Relative(None, True)),
+        ("a bit faster", Relative("speed", True)),
+        ("open them a bit more", Relative("position", True)),
+        ("brighter by 10 percent", Relative("brightness", True, 10)),
+        # Not relative: a value said outright, or nothing that moves.
+        ("set it to 40 percent", None),
+        ("turn it off", None),
+        ("dim the kitchen to 30 %", None),
+        ("is it warmer outside?", Relative("temperature", True)),  # a question: the caller asks first
+    ],
+)
+def test_relative_changes(text: str, change: Relative | None) -> None:
+    assert relative_change(text) == change
+
+
+def entity(entity_id: str) -> HomeEntity:
+    return HomeEntity(entity_id, entity_id.split(".")[1].replace("_", " ").title())
+
+
+def arguments(call: ToolCall | None) -> dict[str, Any] | None:
+    return None if call is None else {k: v for k, v in call.arguments.items() if k != "entity_id"}
+
+
+def test_a_step_from_where_each_device_is() -> None:
+    lamp = entity("light.floor_lamp")
+    half = {"brightness": 128}
+    assert arguments(relative_call(Relative("brightness", True), lamp, "on", half)) == {
+        "action": "turn_on",
+        "brightness_pct": 70,
+    }
+    assert arguments(relative_call(Relative(None, False, 30), lamp, "on", half)) == {
+        "action": "turn_on",
+        "brightness_pct": 20,
+    }
+    # Never off by dimming, never beyond full; nothing to dim on a light that is off.
+    assert arguments(relative_call(Relative("brightness", False, 90), lamp, "on", half)) == {
+        "action": "turn_on",
+        "brightness_pct": 1,
+    }
+    assert relative_call(Relative("brightness", False), lamp, "off", {}) is None
+    thermostat = entity("climate.hall")
+    state = {"temperature": 21.5, "min_temp": 7, "max_temp": 22}
+    assert arguments(relative_call(Relative("temperature", True), thermostat, "heat", state)) == {
+        "action": "set_temperature",
+        "temperature": 22,
+    }
+    assert arguments(relative_call(Relative("temperature", False, 2), thermostat, "heat", state)) == {
+        "action": "set_temperature",
+        "temperature": 19.5,
+    }
+    # A range (heat and cool) is the model's to read.
+    assert relative_call(Relative("temperature", True), thermostat, "heat_cool", {"temperature": None}) is None
+    speaker = entity("media_player.kitchen")
+    assert arguments(relative_call(Relative(None, True), speaker, "playing", {"volume_level": 0.35})) == {
+        "action": "volume_set",
+        "volume_level": 0.45,
+    }
+    fan = entity("fan.desk")
+    speed = {"percentage": 40, "percentage_step": 33.3}
+    assert arguments(relative_call(Relative("speed", True), fan, "on", speed)) == {
+        "action": "set_percentage",
+        "percentage": 73,
+    }
+    # What the device does not have is not moved.
+    assert relative_call(Relative("volume", True), lamp, "on", half) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "again"),
+    [
+        ("And the towel heater, please", True),
+        ("Same for the hallway", True),
+        ("The living room blinds too", True),
+        ("Now the bathroom", True),
+        ("and in the bedroom as well", True),
+        ("What about the office?", True),
+        # A verb or a value of its own: a request of its own.
+        ("And turn off the fan", False),
+        ("Now set it to 20 degrees", False),
+        ("Is the kitchen light on too?", False),
+        ("Turn on the kitchen light", False),
+        ("The kitchen light", False),
+        ("And the bed light?", False),  # may ask about it: the model reads it
+    ],
+)
+def test_the_turn_before_again(text: str, again: bool) -> None:
+    assert is_again(text) == again
+
+
+def test_again_on_other_devices() -> None:
+    before = [ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"})]
+    heater, blinds = entity("switch.towel_heater"), entity("cover.blinds")
+    offered = {"switch.towel_heater": frozenset({"turn_on", "turn_off"}), "cover.blinds": frozenset({"close_cover"})}
+    assert again_calls(before, [heater, blinds], offered) == [
+        ToolCall("switch", {"entity_id": "switch.towel_heater", "action": "turn_off"}),
+        ToolCall("cover", {"entity_id": "cover.blinds", "action": "close_cover"}),
+    ]
+    # Data goes with the service on the same domain, nowhere else.
+    dim = [ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_on", "brightness_pct": 30})]
+    lamp = entity("light.desk")
+    assert again_calls(dim, [lamp], {"light.desk": frozenset({"turn_on"})}) == [
+        ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 30})
+    ]
+    assert again_calls(dim, [heater], offered) is None
+    # A turn that did two things is not repeated by guess.
+    both = [*before, ToolCall("light", {"entity_id": "light.desk", "action": "turn_on"})]
+    assert again_calls(both, [lamp], {"light.desk": frozenset({"turn_on"})}) is None
+
+
+def test_what_a_correction_meant() -> None:
+    assert meant("No, not the fan, the sofa lamp") == "No, the sofa lamp"
+    assert meant("Not the mirror, the towel heater") == "the towel heater"
+    assert meant("Sorry, I meant the kitchen ceiling") == "Sorry, I meant the kitchen ceiling"
