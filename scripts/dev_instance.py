@@ -132,8 +132,8 @@ async def entries(session: aiohttp.ClientSession, headers: dict[str, str]) -> li
 
 async def botpsy_downloadable(session: aiohttp.ClientSession) -> bool:
     # Local: run as a file, the repo is importable only once main() has put it on sys.path.
+    from botpsy_runtime.download import DownloadError, async_resolve, hf_url  # noqa: PLC0415
     from custom_components.botpsy.const import DEFAULT_HF_FILE, DEFAULT_HF_REPO  # noqa: PLC0415
-    from custom_components.botpsy.core.download import DownloadError, async_resolve, hf_url  # noqa: PLC0415
 
     try:
         await async_resolve(session, hf_url(DEFAULT_HF_REPO, DEFAULT_HF_FILE))

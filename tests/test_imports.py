@@ -1,9 +1,10 @@
-"""The integration's modules import each other without a circle, and at the top.
+"""The integration's and the runtime's modules import each other without a circle, and at the top.
 
 An import inside a function is how a circle is usually dodged; one under TYPE_CHECKING
 (for annotations only) runs nothing and is allowed. A submodule's import of its package
 (`from . import BotPsyConfigEntry`, as HA's integrations do) is Python's own order, not
-a circle of ours: the package is left out of the graph as an importer.
+a circle of ours: the package is left out of the graph as an importer. The runtime
+(botpsy_runtime) imports neither Home Assistant nor the integration.
 """
 
 from __future__ import annotations
@@ -12,16 +13,20 @@ import ast
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "custom_components" / "botpsy"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "custom_components" / "botpsy"
 NAME = "custom_components.botpsy"
+RUNTIME = ROOT / "runtime" / "src" / "botpsy_runtime"
+PACKAGES = {NAME: PACKAGE, "botpsy_runtime": RUNTIME}
 
 
 def _modules() -> dict[str, Path]:
     modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE).with_suffix("").parts
-        parts = parts[:-1] if parts[-1] == "__init__" else parts
-        modules[".".join((NAME, *parts))] = path
+    for name, package in PACKAGES.items():
+        for path in package.rglob("*.py"):
+            parts = path.relative_to(package).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            modules[".".join((name, *parts))] = path
     return modules
 
 
@@ -51,7 +56,7 @@ def _imports(modules: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
                     if name in modules and name != module:
                         if in_function:
                             inside.append(f"{module} -> {name}")
-                        elif module != NAME:
+                        elif module not in PACKAGES:
                             graph[module].add(name)
             function = isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
             visit(child, module, path, in_function or function)
@@ -72,6 +77,21 @@ def test_the_modules_import_each_other_without_a_circle() -> None:
 def test_no_module_imports_inside_a_function() -> None:
     _, inside = _imports(_modules())
     assert inside == []
+
+
+def test_the_runtime_imports_neither_home_assistant_nor_the_integration() -> None:
+    found = []
+    for path in sorted(RUNTIME.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in {"homeassistant", "custom_components"}]
+    assert found == []
 
 
 def test_the_check_sees_a_circle(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ from homeassistant.exceptions import ConfigEntryAuthFailed, ConfigEntryError, Co
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.typing import ConfigType
 
+from botpsy_runtime.engine import Engine
+from botpsy_runtime.errors import AuthenticationError, EngineUnavailableError, ModelLoadError
+
 from . import llm_api
 from .const import DOMAIN
-from .core.engine import Engine
-from .core.errors import AuthenticationError, EngineUnavailableError, ModelLoadError
 from .engine_manager import async_get_engine_manager
 from .services import async_register_services
 from .stats import EngineStats

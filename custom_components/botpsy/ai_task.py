@@ -14,10 +14,11 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util.json import json_loads
 import probatio
 
+from botpsy_runtime.formats import detect_format
+from botpsy_runtime.json_grammar import json_schema_grammar
+
 from . import BotPsyConfigEntry
 from .const import DOMAIN
-from .core.formats import detect_format
-from .core.json_grammar import json_schema_grammar
 from .entity import BotPsyLLMEntity
 from .generation import Generation
 from .prompt_builder import RoundCalls

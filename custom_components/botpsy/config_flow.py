@@ -34,6 +34,13 @@ from homeassistant.helpers.selector import (
 )
 import probatio
 
+from botpsy_runtime import download
+from botpsy_runtime.embedded import default_threads
+from botpsy_runtime.engine_builds import LOCAL_DIR, EngineInstallError
+from botpsy_runtime.errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
+from botpsy_runtime.gguf_metadata import read_gguf_metadata
+from botpsy_runtime.remote import RemoteEngine, RemoteOptions
+
 from .const import (
     CONF_API_KEY,
     CONF_CONFIRM_RISKY,
@@ -71,12 +78,6 @@ from .const import (
     LOGGER,
     MODELS_DIR,
 )
-from .core import download
-from .core.embedded import default_threads
-from .core.engine_builds import LOCAL_DIR, EngineInstallError
-from .core.errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
-from .core.gguf_metadata import read_gguf_metadata
-from .core.remote import RemoteEngine, RemoteOptions
 from .engine_install import async_engine_installed, async_ensure_engine
 
 

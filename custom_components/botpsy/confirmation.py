@@ -18,8 +18,9 @@ from homeassistant.core import HomeAssistant, State, callback
 from homeassistant.helpers import llm
 from homeassistant.util.hass_dict import HassKey
 
+from botpsy_runtime.formats import ToolCall
+
 from .const import DOMAIN
-from .core.formats import ToolCall
 from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.reply import describe
 from .generation import async_say

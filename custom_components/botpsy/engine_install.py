@@ -6,8 +6,8 @@ engine needs none of it. Instead, before a worker starts: if llama-cpp-python is
 the published wheel for this platform is taken from `<config>/botpsy/engine/` (placed by
 hand on an offline hub, or kept from an earlier download, so that an HA update that resets
 the installed packages needs no download) or downloaded from the project's release page,
-verified against the size and SHA-256 pinned in core/engine_builds.py, and installed with
-Home Assistant's own package helper. Where no build is published (glibc hosts), the package
+verified against the size and SHA-256 pinned in botpsy_runtime/engine_builds.py, and
+installed with Home Assistant's own package helper. Where no build is published (glibc hosts), the package
 is installed from PyPI and compiled, as before. A failure is an EngineInstallError with a
 translated reason, and a repair issue that says what to do.
 """
@@ -27,9 +27,8 @@ from homeassistant.requirements import pip_kwargs
 from homeassistant.util import package
 from homeassistant.util.hass_dict import HassKey
 
-from .const import DOMAIN, LOGGER
-from .core import download
-from .core.engine_builds import (
+from botpsy_runtime import download
+from botpsy_runtime.engine_builds import (
     ENGINE_BUILDS,
     LOCAL_DIR,
     REQUIREMENT,
@@ -40,6 +39,8 @@ from .core.engine_builds import (
     has_compiler,
     verify,
 )
+
+from .const import DOMAIN, LOGGER
 
 ISSUE_ENGINE_INSTALL = "engine_install"
 DATA_LOCK: HassKey[asyncio.Lock] = HassKey(f"{DOMAIN}_engine_install")

@@ -20,6 +20,10 @@ from homeassistant.helpers import issue_registry as ir
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 from homeassistant.util.hass_dict import HassKey
 
+from botpsy_runtime.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
+from botpsy_runtime.engine import Engine
+from botpsy_runtime.remote import RemoteEngine, RemoteOptions
+
 from .const import (
     CONF_API_KEY,
     CONF_ENGINE,
@@ -36,9 +40,6 @@ from .const import (
     ISSUE_WORKER_CRASHING,
     LOGGER,
 )
-from .core.embedded import EmbeddedEngine, EmbeddedOptions, default_threads
-from .core.engine import Engine
-from .core.remote import RemoteEngine, RemoteOptions
 from .engine_install import async_ensure_engine
 
 DATA_ENGINES: HassKey[EngineManager] = HassKey(f"{DOMAIN}_engines")

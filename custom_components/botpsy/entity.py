@@ -13,9 +13,10 @@ from homeassistant.core import Context
 from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.entity import Entity
 
+from botpsy_runtime.engine import Engine
+
 from . import BotPsyConfigEntry
 from .const import DOMAIN
-from .core.engine import Engine
 from .prefix_warmup import PrefixWarmup
 from .prompt_builder import PromptBuilder
 from .request import async_handle_request, async_plan

@@ -26,7 +26,8 @@ from homeassistant.components.conversation.agent_manager import get_agent_manage
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import intent, llm
 
-from .core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
+
 from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
 from .language import QUESTION_INTENTS, Recognized, async_recognize, joined_parts

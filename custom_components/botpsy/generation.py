@@ -18,10 +18,11 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import llm
 from homeassistant.helpers.json import json_dumps
 
+from botpsy_runtime.engine import Engine, Finished, GenerateRequest, TextDelta, Timings, ToolCallDelta
+from botpsy_runtime.errors import EngineError
+from botpsy_runtime.formats import CallFormat, ParsedOutput, ToolCall
+
 from .const import DOMAIN, LOGGER
-from .core.engine import Engine, Finished, GenerateRequest, TextDelta, Timings, ToolCallDelta
-from .core.errors import EngineError
-from .core.formats import CallFormat, ParsedOutput, ToolCall
 from .stats import EngineStats
 
 if TYPE_CHECKING:

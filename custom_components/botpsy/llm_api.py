@@ -13,8 +13,9 @@ from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import llm
 import probatio
 
+from botpsy_runtime.formats import ToolCall
+
 from .const import DOMAIN
-from .core.formats import ToolCall
 from .core.home import Home
 from .core.prompt import tool_examples
 from .core.shortlist import find_entities

@@ -38,9 +38,10 @@ from homeassistant.helpers.event import (
 )
 from homeassistant.helpers.start import async_at_started
 
+from botpsy_runtime.engine import Engine, Timings
+from botpsy_runtime.errors import EngineError, PrefillInterruptedError
+
 from .const import LOGGER
-from .core.engine import Engine, Timings
-from .core.errors import EngineError, PrefillInterruptedError
 from .prompt_builder import Prefix
 
 # Seconds after start-up or the last change of the home before the prefix is refreshed

@@ -36,6 +36,12 @@ from homeassistant.helpers import llm, template as ha_template
 from homeassistant.helpers.json import json_dumps
 from homeassistant.util import dt as dt_util
 
+from botpsy_runtime.chat_template import ChatTemplate, neutralize
+from botpsy_runtime.engine import Engine, GenerateRequest
+from botpsy_runtime.errors import EngineError
+from botpsy_runtime.formats import CallFormat
+from botpsy_runtime.lru_cache import LruCache
+
 from . import BotPsyConfigEntry
 from .const import (
     CONF_ENGINE,
@@ -52,12 +58,7 @@ from .const import (
     ENGINE_EMBEDDED,
     LOGGER,
 )
-from .core.chat_template import ChatTemplate, neutralize
-from .core.engine import Engine, GenerateRequest
-from .core.errors import EngineError
-from .core.formats import CallFormat
 from .core.grammar import compile_grammar, said_spans
-from .core.lru_cache import LruCache
 from .core.prompt import DeviceLines, clock_line, device_line, first_turn, later_turn
 from .core.requested import NAMES_NOTHING, Named
 from .core.shortlist import SMALL_HOME

@@ -30,6 +30,10 @@ from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, llm
 
+from botpsy_runtime.engine import GenerateRequest, TextDelta
+from botpsy_runtime.errors import EngineError
+from botpsy_runtime.formats import CallFormat, ToolCall, detect_format
+
 from .confirmation import Risk, async_answer_pending, async_ask_confirmation, call_gate
 from .const import (
     CONF_CONFIRM_RISKY,
@@ -42,9 +46,6 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.engine import GenerateRequest, TextDelta
-from .core.errors import EngineError
-from .core.formats import CallFormat, ToolCall, detect_format
 from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in

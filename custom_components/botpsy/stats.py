@@ -10,8 +10,9 @@ from typing import Any
 
 from homeassistant.core import CALLBACK_TYPE, callback
 
+from botpsy_runtime.engine import Timings
+
 from .const import LOGGER
-from .core.engine import Timings
 
 RECENT = 20
 

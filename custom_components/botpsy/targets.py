@@ -23,7 +23,8 @@ from homeassistant.core import Context, HomeAssistant, State
 from homeassistant.helpers import intent, llm
 import probatio
 
-from .core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
+
 from .core.home import Home
 from .core.policy import CONFIRMED_DOMAINS
 from .core.tools import Tool

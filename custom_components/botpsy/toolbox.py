@@ -14,7 +14,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers import llm
 import probatio
 
-from .core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
+
 from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
 from .core.requested import Named, by_verb

@@ -27,10 +27,10 @@ from typing import Any, Literal
 
 from homeassistant.const import __version__ as ha_version
 
+from botpsy_runtime.chat_template import fallback_template
+from botpsy_runtime.embedded import EmbeddedOptions
+from botpsy_runtime.gguf_metadata import GGUFMetadata, read_gguf_metadata
 from custom_components.botpsy.const import CONF_N_BATCH, CONF_N_CTX, CONF_N_THREADS
-from custom_components.botpsy.core.chat_template import fallback_template
-from custom_components.botpsy.core.embedded import EmbeddedOptions
-from custom_components.botpsy.core.gguf_metadata import GGUFMetadata, read_gguf_metadata
 from scripts.evaluation.agents import async_botpsy_agent
 from scripts.evaluation.fixtures import home_from_mapping
 from scripts.evaluation.home_loader import async_load_home, eval_hass

@@ -19,8 +19,8 @@ from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import entity_registry as er, intent
 from homeassistant.helpers.entity_component import DATA_INSTANCES
 
+from botpsy_runtime.engine import Engine
 from custom_components.botpsy.const import CONF_PREFER_LOCAL_INTENTS
-from custom_components.botpsy.core.engine import Engine
 from scripts.evaluation.agents import Agent
 from scripts.evaluation.fixtures import HomeFixture
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import aiohttp
 
-from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
-from custom_components.botpsy.core.engine import Engine, Finished, GenerateRequest, Timings
-from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
+from botpsy_runtime.embedded import EmbeddedEngine, EmbeddedOptions
+from botpsy_runtime.engine import Engine, Finished, GenerateRequest, Timings
+from botpsy_runtime.remote import RemoteEngine, RemoteOptions
 
 from .server import LlamaServer
 

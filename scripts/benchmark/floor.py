@@ -33,7 +33,7 @@ from typing import Any
 
 import llama_cpp
 
-from custom_components.botpsy.core import worker
+from botpsy_runtime import worker
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 from homeassistant.const import EVENT_CALL_SERVICE, EVENT_STATE_CHANGED
 from homeassistant.core import Event, HomeAssistant, callback
 
-from custom_components.botpsy.core.engine import Engine, Finished, GenerateEvent, GenerateRequest, TextDelta, Timings
+from botpsy_runtime.engine import Engine, Finished, GenerateEvent, GenerateRequest, TextDelta, Timings
 from scripts.evaluation.agents import PASSIVE_DOMAINS
 
 

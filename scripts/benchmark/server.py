@@ -18,7 +18,7 @@ import subprocess
 
 import aiohttp
 
-from custom_components.botpsy.core.embedded import EmbeddedOptions
+from botpsy_runtime.embedded import EmbeddedOptions
 from scripts.engine.build import VERSION, default_cache, extract, fetch_sdist, log
 
 # --llama-server's default: llama-server built from the embedded engine's llama.cpp.

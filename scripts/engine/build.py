@@ -36,7 +36,7 @@ import tarfile
 import time
 import zipfile
 
-from custom_components.botpsy.core.engine_builds import sha256_of
+from botpsy_runtime.engine_builds import sha256_of
 
 VERSION = "0.3.36"
 SDIST = f"llama_cpp_python-{VERSION}.tar.gz"

@@ -1,7 +1,7 @@
 """Write the engine wheels of out/engine/ into the pins the integration checks.
 
 The integration installs a published wheel only if its name, size and SHA-256 are the ones
-in `ENGINE_BUILDS` (custom_components/botpsy/core/engine_builds.py). After
+in `ENGINE_BUILDS` (runtime/src/botpsy_runtime/engine_builds.py). After
 scripts/build-engine, this rewrites that tuple from the wheels and their SHA256SUMS (the
 release workflow runs it, then proposes the change), so pins and release cannot drift.
 
@@ -14,10 +14,10 @@ import argparse
 from pathlib import Path
 import re
 
-from custom_components.botpsy.core.engine_builds import LLAMA_CPP_PYTHON_VERSION, RELEASE_URL, sha256_of
+from botpsy_runtime.engine_builds import LLAMA_CPP_PYTHON_VERSION, RELEASE_URL, sha256_of
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE = REPO / "custom_components" / "botpsy" / "core" / "engine_builds.py"
+PACKAGE = REPO / "runtime" / "src" / "botpsy_runtime" / "engine_builds.py"
 OUT = REPO / "out" / "engine"
 # The tuple, from its annotation to its closing parenthesis at the start of a line.
 _PINS = re.compile(r"^ENGINE_BUILDS: tuple\[EngineBuild, \.\.\.\] = \(\n.*?^\)\n", re.MULTILINE | re.DOTALL)

@@ -22,8 +22,8 @@ from homeassistant.const import EVENT_CALL_SERVICE
 from homeassistant.core import Context, Event, callback
 from homeassistant.helpers import chat_session
 
-from custom_components.botpsy.core.embedded import EmbeddedOptions
-from custom_components.botpsy.core.engine import Engine, Finished, GenerateEvent, GenerateRequest
+from botpsy_runtime.embedded import EmbeddedOptions
+from botpsy_runtime.engine import Engine, Finished, GenerateEvent, GenerateRequest
 from scripts.benchmark.server import LlamaServer
 
 from .home import RISKY, StressHome, stress_home

@@ -47,10 +47,10 @@ from homeassistant.data_entry_flow import FlowResultType
 from homeassistant.helpers import entity_registry as er, frame
 from pytest_homeassistant_custom_component.common import async_test_home_assistant
 
+from botpsy_runtime import download, embedded, remote
+from botpsy_runtime.embedded import EmbeddedEngine, EmbeddedOptions
+from botpsy_runtime.engine import GenerateEvent, GenerateRequest, TextDelta
 from custom_components.botpsy.const import CONF_HF_FILE, CONF_HF_REPO, DOMAIN, ENGINE_EMBEDDED, MODELS_DIR
-from custom_components.botpsy.core import download, embedded, remote
-from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
-from custom_components.botpsy.core.engine import GenerateEvent, GenerateRequest, TextDelta
 from scripts.benchmark.server import LlamaServer
 from scripts.evaluation.agents import Agent, async_botpsy_agent
 from scripts.evaluation.home_loader import async_setup_base, ensure_homes_on_path

@@ -21,7 +21,7 @@ import random
 import time
 from typing import Any
 
-from custom_components.botpsy.core.formats import FORMATS, ToolCall
+from botpsy_runtime.formats import FORMATS, ToolCall
 from custom_components.botpsy.core.tools import ACTION, CONTROL_DOMAINS, SKIPPED_SERVICES, Param, Tool, compile_tools
 from custom_components.botpsy.home_snapshot import async_snapshot_home
 from scripts.evaluation.agents import Turn

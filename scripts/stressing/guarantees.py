@@ -26,8 +26,8 @@ from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers import area_registry as ar, entity_registry as er, llm
 from homeassistant.helpers.llm import LLM_API_ASSIST
 
+from botpsy_runtime.formats import FORMATS, ToolCall
 from custom_components.botpsy.const import DOMAIN
-from custom_components.botpsy.core.formats import FORMATS, ToolCall
 from scripts.testing.tiny_gguf import write_tiny_model
 
 from .home import RISKY, UNEXPOSED, Effects, StressHome, stress_home

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from custom_components.botpsy.core.chat_template import CHATML_TEMPLATE, GEMMA_TEMPLATE
-from custom_components.botpsy.core.formats import FORMATS, CallFormat
-from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from botpsy_runtime.chat_template import CHATML_TEMPLATE, GEMMA_TEMPLATE
+from botpsy_runtime.formats import FORMATS, CallFormat
+from botpsy_runtime.gguf_metadata import read_gguf_metadata
 from scripts.testing.scripted import ScriptedEngine
 from scripts.testing.tiny_gguf import QWEN35_CHAT_TEMPLATE
 

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Callable
 
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.botpsy.core.chat_template import ChatTemplate
-from custom_components.botpsy.core.engine import (
+from botpsy_runtime.chat_template import ChatTemplate
+from botpsy_runtime.engine import (
     EngineHealth,
     Finished,
     GenerateEvent,
@@ -22,7 +22,7 @@ from custom_components.botpsy.core.engine import (
     TextDelta,
     Timings,
 )
-from custom_components.botpsy.core.formats import FORMATS
+from botpsy_runtime.formats import FORMATS
 from scripts.testing.tiny_gguf import QWEN35_CHAT_TEMPLATE
 
 XML = FORMATS["qwen_xml"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.botpsy.core.engine import GenerateRequest, Timings
+from botpsy_runtime.engine import GenerateRequest, Timings
 from scripts.benchmark.e2e import Sample
 from scripts.benchmark.homes import generated_mapping
 from scripts.benchmark.mix import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.botpsy.core.engine import Finished, GenerateRequest, Timings
+from botpsy_runtime.engine import Finished, GenerateRequest, Timings
 from scripts.benchmark.__main__ import outcome_caveats, parse_args, worst_stall
 from scripts.benchmark.e2e import SEGMENTS, user_turn_start
 from scripts.benchmark.homes import DEMO_HOME, generated_mapping

@@ -14,27 +14,26 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
-from custom_components.botpsy.core.formats import (
+from botpsy_runtime.formats import (
     FORMATS,
     JSON_CALLS,
     MAX_TEXT_VALUE,
     CallFormat,
     ToolCall,
-    detect_format,
 )
-from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from botpsy_runtime.gbnf import Grammar
 from custom_components.botpsy.core.grammar import (
     MAX_CALLS,
     MAX_SPAN_WORDS,
     MAX_SPANS,
     compile_grammar,
-    int_range,
     said_spans,
 )
 from custom_components.botpsy.core.tools import ACTION, Param, Tool, compile_tools, schema_tool
 from custom_components.botpsy.core.validate import CallRejectedError, validate_call
+from scripts.testing.call_grammars import FOLDER, call_grammars
+from scripts.testing.grammar_check import GrammarChecker
 from scripts.testing.sample_home import sample_home
-from tests.grammar_check import GrammarChecker
 
 TOOLS = compile_tools(sample_home())
 TOOLS_BY_KEY = {t.key: t for t in TOOLS}
@@ -153,33 +152,6 @@ def test_answers_cannot_begin_or_look_like_a_call(fmt: CallFormat, text: str, ch
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
-@pytest.mark.parametrize(
-    "text",
-    [
-        '{"name": "light", "arguments": {"entity_id": "light.kitchen"',
-        '```json\n{"name": "light", "arguments": 3}\n```',
-        '[{"name": "light"}, {"arguments": {}}]',
-        "{name: light}",
-    ],
-)
-def test_output_that_begins_like_a_call_is_never_shown(fmt: CallFormat, text: str) -> None:
-    parsed = fmt.parse(text)
-    assert parsed.content == "" and parsed.calls == [] and parsed.errors
-    assert fmt.shown_length(text[:5]) == fmt.shown_length(text, final=True) == 0
-
-
-def test_unconstrained_output_is_read_leniently() -> None:
-    """What servers without a grammar return: fenced, listed or "parameters" calls."""
-    call = ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"})
-    fenced = '```json\n{"name": "light", "parameters": {"entity_id": "light.kitchen", "action": "turn_off"}}\n```'
-    listed = '[{"name": "light", "arguments": {"entity_id": "light.kitchen", "action": "turn_off"}}]'
-    for fmt in FORMATS.values():
-        assert fmt.parse(fenced).calls == [call]
-        assert fmt.parse(listed).calls == [call]
-    assert FORMATS["hermes_json"].shown_length("Sure.\n<tool_") == len("Sure.\n")
-
-
-@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
 def test_calls_per_answer_are_bounded(fmt: CallFormat, checker: GrammarChecker) -> None:
     call = fmt.render(ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"}))
     assert checker.accepts(GRAMMARS[fmt.name], "\n".join([call] * MAX_CALLS))
@@ -267,46 +239,6 @@ def test_a_valid_call_runs_its_actions_service_with_the_rest_as_data() -> None:
     assert valid.arguments == {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 40}
 
 
-def test_qwen_xml_reads_a_hermes_json_call_in_its_tags() -> None:
-    """What Qwen3.5's ancestors wrote; without a grammar (a model server) it may too."""
-    call = ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_on"})
-    assert FORMATS["qwen_xml"].parse(FORMATS["hermes_json"].render(call)).calls == [call]
-
-
-@pytest.mark.parametrize(
-    ("fmt", "text", "error"),
-    [
-        ("qwen_xml", "<tool_call>\n<function=light_turn_off>\n<parameter=entity_id>\nlight.kitchen\n", "unfinished"),
-        ("qwen_xml", "<tool_call>\nlight_turn_off\n</tool_call>", "malformed call"),
-        ("qwen_xml", '<tool_call>\n{"name": "light", "arguments": {}} and more\n</tool_call>', "malformed call"),
-        (
-            "hermes_json",
-            '<tool_call>\n{"name": "light_turn_off", "arguments": {"entity_id": \n</tool_call>',
-            "not valid JSON",
-        ),
-        ("hermes_json", '<tool_call>\n{"arguments": {}}\n</tool_call>', "no function name"),
-        ("gemma", "<start_function_call>call:light_turn_off{entity_id:<escape>light.kitchen", "unfinished"),
-    ],
-)
-def test_malformed_or_truncated_output_is_rejected_with_a_reason(fmt: str, text: str, error: str) -> None:
-    parsed = FORMATS[fmt].parse(text)
-    assert parsed.calls == []
-    assert any(error in e for e in parsed.errors), parsed.errors
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(low=st.integers(-300, 9000), span=st.integers(0, 9000), probe=st.integers(-400, 20000))
-def test_integer_ranges_are_exact(checker: GrammarChecker, low: int, span: int, probe: int) -> None:
-    grammar = f"root ::= {int_range(low, low + span)}"
-    assert checker.accepts(grammar, str(probe)) == (low <= probe <= low + span)
-
-
-def test_format_follows_the_chat_template(tiny_model: Path) -> None:
-    assert detect_format(read_gguf_metadata(tiny_model).chat_template).name == "qwen_xml"
-    assert detect_format("{{ '<tool_call>' }}{{ tool_call | tojson }}").name == "hermes_json"
-    assert detect_format("<start_function_call>").name == "gemma"
-
-
 INTENT_SCHEMA = {
     "type": "object",
     "properties": {
@@ -384,3 +316,38 @@ def test_free_text_values_are_what_the_user_said(fmt: CallFormat, checker: Gramm
     # Without the user's words (a script without spaces), any text.
     free = compile_grammar(TOOLS, fmt, said=())
     assert checker.accepts(free, fmt.render(ToolCall("todo", {**item, "item": "Kind of Blue"})))
+
+
+@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=calls(), second=calls(), cuts=st.lists(st.integers(0, 400), min_size=3, max_size=3))
+def test_calls_read_as_llama_cpp_reads_them(
+    fmt: CallFormat, call: ToolCall, second: ToolCall, cuts: list[int], checker: GrammarChecker
+) -> None:
+    """Every prefix of a valid answer is accepted; what is forced there is how the answer
+    goes on; the grammar written for the rest accepts the rest (llama.cpp says so), and
+    not a character the original grammar refuses there."""
+    grammar = GRAMMARS[fmt.name]
+    text = fmt.render(call) + "\n" + fmt.render(second)
+    start = Grammar(grammar).start()
+    for cut in sorted({min(c, len(text)) for c in cuts}):
+        state = start.advance(text[:cut])
+        assert state is not None, text[:cut]
+        forced, _after = state.forced()
+        assert text[cut:].startswith(forced), (text[:cut], forced)
+        rest = state.gbnf()
+        assert checker.accepts(rest, text[cut:]), (text[:cut], rest)
+        for other in ("\x01", "}", "Z", " ", '"'):
+            allowed = checker.accepts(grammar, text[:cut] + other, complete=False)
+            assert (start.advance(text[:cut] + other) is not None) == allowed, (text[:cut], other)
+            assert checker.accepts(rest, other, complete=False) == allowed
+    end = start.advance(text)
+    assert end is not None and end.can_end
+
+
+def test_the_runtime_tests_grammars_are_the_integrations() -> None:
+    """runtime/tests run the decoder and the GBNF reader on these grammars, kept as files
+    (the runtime cannot import the integration): `python -m scripts.testing.call_grammars`
+    writes them again after a change to the grammar compiler or the sample home."""
+    for name, text in call_grammars().items():
+        assert (FOLDER / name).read_text() == text, name

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from custom_components.botpsy.core.formats import FORMATS
+from botpsy_runtime.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.shortlist import (

@@ -9,7 +9,7 @@ import random
 from homeassistant.helpers.llm import DEFAULT_INSTRUCTIONS_PROMPT
 import pytest
 
-from custom_components.botpsy.core.chat_template import ChatTemplate
+from botpsy_runtime.chat_template import ChatTemplate
 from custom_components.botpsy.core.home import Home, HomeEntity, ServiceSpec
 from custom_components.botpsy.core.tools import (
     AT_LEAST_ONE,

@@ -21,9 +21,9 @@ from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
 
-from custom_components.botpsy.core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
+from scripts.testing.grammar_check import GrammarChecker
 from scripts.testing.scripted import XML, script
-from tests.grammar_check import GrammarChecker
 
 AGENT = "conversation.botpsy"
 

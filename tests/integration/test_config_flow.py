@@ -15,6 +15,7 @@ from homeassistant.data_entry_flow import FlowResultType
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
+from botpsy_runtime import download
 from custom_components.botpsy.const import (
     CONF_API_KEY,
     CONF_ENGINE,
@@ -31,7 +32,6 @@ from custom_components.botpsy.const import (
     ENGINE_EMBEDDED,
     ENGINE_REMOTE,
 )
-from custom_components.botpsy.core import download
 
 from .conftest import embedded_data, make_entry
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from custom_components.botpsy.core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
 from scripts.evaluation.home_loader import ensure_homes_on_path
 from scripts.stressing import guarantees
 from scripts.stressing.options import StressOptions

@@ -13,7 +13,7 @@ from homeassistant.helpers import chat_session, intent
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.botpsy.core.embedded import EmbeddedEngine
+from botpsy_runtime.embedded import EmbeddedEngine
 
 from .conftest import embedded_data, make_entry
 

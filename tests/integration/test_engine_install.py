@@ -26,14 +26,14 @@ from homeassistant.util import package
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.botpsy import engine_install
-from custom_components.botpsy.const import DOMAIN, ENGINE_EMBEDDED
-from custom_components.botpsy.core.engine_builds import (
+from botpsy_runtime.engine_builds import (
     LLAMA_CPP_PYTHON_VERSION,
     REQUIREMENT,
     EngineBuild,
     EngineInstallError,
 )
+from custom_components.botpsy import engine_install
+from custom_components.botpsy.const import DOMAIN, ENGINE_EMBEDDED
 
 from .conftest import embedded_data, make_entry
 

@@ -15,8 +15,8 @@ from homeassistant.core import Context, CoreState, HomeAssistant
 from homeassistant.helpers import intent
 import pytest
 
-from custom_components.botpsy.core.embedded import EmbeddedEngine
-from custom_components.botpsy.core.engine import GenerateEvent, GenerateRequest, TextDelta
+from botpsy_runtime.embedded import EmbeddedEngine
+from botpsy_runtime.engine import GenerateEvent, GenerateRequest, TextDelta
 
 from .conftest import embedded_data, make_entry
 

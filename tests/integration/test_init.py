@@ -17,10 +17,10 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 from pytest_homeassistant_custom_component.components.diagnostics import get_diagnostics_for_config_entry
 from pytest_homeassistant_custom_component.typing import ClientSessionGenerator
 
+from botpsy_runtime.embedded import EmbeddedEngine
+from botpsy_runtime.engine import GenerateEvent, GenerateRequest
+from botpsy_runtime.errors import EngineUnavailableError
 from custom_components.botpsy.const import CONF_API_KEY, CONF_URL, DOMAIN, ISSUE_WORKER_CRASHING
-from custom_components.botpsy.core.embedded import EmbeddedEngine
-from custom_components.botpsy.core.engine import GenerateEvent, GenerateRequest
-from custom_components.botpsy.core.errors import EngineUnavailableError
 
 from .conftest import embedded_data, make_entry
 

@@ -10,7 +10,7 @@ from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.botpsy.core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.requested import Named
 from custom_components.botpsy.language import (

@@ -12,7 +12,7 @@ from homeassistant.helpers import chat_session
 from homeassistant.setup import async_setup_component
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from custom_components.botpsy.core.formats import ToolCall
+from botpsy_runtime.formats import ToolCall
 from scripts.testing.scripted import XML, script
 
 from .test_agent import device_states

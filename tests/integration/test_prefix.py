@@ -25,9 +25,9 @@ from homeassistant.util import dt as dt_util
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_fire_time_changed
 
+from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.const import CONF_N_CTX
 from custom_components.botpsy.conversation import BotPsyConversationEntity
-from custom_components.botpsy.core.formats import ToolCall
 from custom_components.botpsy.prefix_warmup import REFRESH_DELAY, STATES_DELAY
 from custom_components.botpsy.toolbox import Toolbox
 from scripts.testing.scripted import XML, ScriptedEngine, script

@@ -11,8 +11,8 @@ from homeassistant.components import conversation
 from homeassistant.core import Context
 import pytest
 
-from custom_components.botpsy.core.engine import GenerateRequest
-from custom_components.botpsy.core.formats import FORMATS, ToolCall
+from botpsy_runtime.engine import GenerateRequest
+from botpsy_runtime.formats import FORMATS, ToolCall
 from scripts.evaluation.home_loader import ensure_homes_on_path
 from scripts.stressing import concurrency, fuzz, guarantees
 from scripts.stressing.home import stress_home

@@ -16,8 +16,8 @@ from homeassistant.setup import async_setup_component
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from botpsy_runtime.formats import FORMATS
 from custom_components.botpsy import llm_api
-from custom_components.botpsy.core.formats import FORMATS
 from custom_components.botpsy.core.grammar import compile_grammar
 from custom_components.botpsy.core.tools import compile_tools, function_schemas
 from custom_components.botpsy.home_snapshot import async_snapshot_home

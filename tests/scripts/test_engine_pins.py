@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from custom_components.botpsy.core.engine_builds import ENGINE_BUILDS, LLAMA_CPP_PYTHON_VERSION, RELEASE_URL
+from botpsy_runtime.engine_builds import ENGINE_BUILDS, LLAMA_CPP_PYTHON_VERSION, RELEASE_URL
 from scripts.engine.pins import PACKAGE, pins_source, release_tag, write_pins
 
 NAME = f"llama_cpp_python-{LLAMA_CPP_PYTHON_VERSION}-py3-none-musllinux_1_2_riscv64.whl"

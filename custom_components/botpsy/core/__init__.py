@@ -1,5 +1,7 @@
-"""BotPsy's core: engines, model files, prompt rendering.
+"""BotPsy's home logic without Home Assistant imports: tools, grammars, prompts, replies.
 
-Nothing in this package imports Home Assistant, so it is unit-tested on its own and the
-HA adapters one level up stay thin.
+What a request names, the tools compiled from the exposed home, their grammar, the prompt
+text, policy and reply wording; unit-tested on their own, while the HA adapters one level
+up stay thin. The model runtime (engines, worker, call formats, GBNF, GGUF, download) is
+the `botpsy_runtime` package (runtime/ in this repository), which the integration requires.
 """

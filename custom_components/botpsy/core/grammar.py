@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import math
 import re
 
-from .formats import JSON_CALLS, CallFormat, gbnf_literal
+from botpsy_runtime.formats import JSON_CALLS, CallFormat, gbnf_literal
+from botpsy_runtime.gbnf_ranges import int_range, number_range
+
 from .tools import ACTION, Param, Tool
 
 # Text answers may not start like a call or a near miss of one (formats.CALL_OPENERS), nor
@@ -22,7 +24,6 @@ from .tools import ACTION, Param, Tool
 # No code either: a spoken reply has no use for backticks, and a model that explains a
 # call in a code block instead of making it must not show the user call syntax.
 ANSWER_RULE = "answer ::= [^<{[`\\x00 \\t\\n] [^<{`\\x00]*"
-_ENUMERATE_UP_TO = 200
 # Calls in one answer: a bound that stops a model from looping (a base model repeats the
 # same call until it runs out of tokens). Free text values are bounded by the formats.
 MAX_CALLS = 4
@@ -55,68 +56,6 @@ def said_spans(texts: Sequence[str]) -> tuple[str, ...]:
                 if len(spans) == MAX_SPANS:
                     return tuple(spans)
     return tuple(spans)
-
-
-def _fill_nines(value: int, count: int) -> int:
-    text = str(value)
-    return int(text[:-count] + "9" * count) if count <= len(text) else int("9" * count)
-
-
-def _fill_zeros(value: int, count: int) -> int:
-    return value - value % int(10**count)
-
-
-def _split_range(low: int, high: int) -> list[tuple[int, int]]:
-    """[low, high] as sub-ranges whose bounds have the same length and differ digit by digit."""
-    stops = {high}
-    nines = 1
-    stop = _fill_nines(low, nines)
-    while low <= stop < high:
-        stops.add(stop)
-        nines += 1
-        stop = _fill_nines(low, nines)
-    zeros = 1
-    stop = _fill_zeros(high + 1, zeros) - 1
-    while low < stop <= high:
-        stops.add(stop)
-        zeros += 1
-        stop = _fill_zeros(high + 1, zeros) - 1
-    ranges = []
-    start = low
-    for end in sorted(stops):
-        ranges.append((start, end))
-        start = end + 1
-    return ranges
-
-
-def _digits_rule(low: int, high: int) -> str:
-    parts = []
-    for a, b in zip(str(low), str(high), strict=True):
-        parts.append(f'"{a}"' if a == b else f"[{a}-{b}]")
-    return " ".join(parts)
-
-
-def int_range(low: int, high: int) -> str:
-    """GBNF for exactly the integers low..high, in their plain decimal spelling."""
-    if low > high:
-        raise ValueError(f"empty range {low}..{high}")
-    if low < 0:
-        negative = f'"-" ( {int_range(max(1, -high), -low)} )'
-        return negative if high < 0 else f"{negative} | {int_range(0, high)}"
-    if high - low <= _ENUMERATE_UP_TO:
-        return " | ".join(f'"{n}"' for n in range(low, high + 1))
-    return " | ".join(f"( {_digits_rule(a, b)} )" for a, b in _split_range(low, high))
-
-
-def number_range(low: float | None, high: float | None) -> str:
-    """GBNF for decimals within [low, high] (the fraction at the upper bound is zeros)."""
-    fraction = '( "." [0-9] [0-9]? )?'
-    if low is None or high is None or low < 0:
-        return f'"-"? [0-9] [0-9]{{0,5}} {fraction}'
-    top = math.floor(high)
-    below = int_range(math.floor(low), top - 1) if top - 1 >= math.floor(low) else None
-    at_top = f'"{top}" ( ".0" "0"? )?' if float(high).is_integer() else f'"{top}" {fraction}'
-    return f"( {below} ) {fraction} | {at_top}" if below else at_top
 
 
 def _value(fmt: CallFormat, param: Param, text_rule: str) -> str:

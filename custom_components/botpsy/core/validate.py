@@ -13,7 +13,8 @@ import json
 import re
 from typing import Any
 
-from .formats import ToolCall
+from botpsy_runtime.formats import ToolCall
+
 from .tools import ACTION, Param, Tool
 
 _INTEGER = re.compile(r"^-?\d+$")

@@ -1,6 +1,6 @@
 """Forced text: what llama.cpp's grammar sampler leaves no choice about, byte by byte.
 
-The grammars are BotPsy's own (compile_grammar, json_schema_grammar) and llama.cpp's
+The grammars are BotPsy's own (the integration's call grammars, json_schema_grammar) and llama.cpp's
 JSON-schema converter; the prefix is offered token by token to the grammar first.
 """
 
@@ -14,15 +14,13 @@ import llama_cpp
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 import pytest
 
-from custom_components.botpsy.core.constrained import Decoder, Vocabulary, parse_grammar
-from custom_components.botpsy.core.formats import FORMATS
-from custom_components.botpsy.core.grammar import compile_grammar, int_range
-from custom_components.botpsy.core.json_grammar import json_schema_grammar
-from custom_components.botpsy.core.tools import compile_tools
-from scripts.testing.sample_home import sample_home
+from botpsy_runtime.constrained import Decoder, Vocabulary, parse_grammar
+from botpsy_runtime.gbnf_ranges import int_range
+from botpsy_runtime.json_grammar import json_schema_grammar
 
-TOOLS = compile_tools(sample_home())
-XML_CALL = compile_grammar(TOOLS, FORMATS["qwen_xml"], allow_text=False, max_calls=1)
+from .grammars import call_grammar
+
+XML_CALL = call_grammar("qwen_xml", "one_call")
 
 
 class Forced:
@@ -106,7 +104,7 @@ def test_forced_text_of_a_call(forced: Forced, prefix: str, expected: str, end: 
 
 
 def test_text_or_calls_is_a_choice(forced: Forced) -> None:
-    grammar = compile_grammar(TOOLS, FORMATS["qwen_xml"])
+    grammar = call_grammar("qwen_xml", "answer")
     assert forced.after(grammar) == (b"", False)
     # After a whole call, another call or the end: a choice.
     call = (
@@ -118,7 +116,7 @@ def test_text_or_calls_is_a_choice(forced: Forced) -> None:
 
 
 def test_hermes_and_gemma_heads(forced: Forced) -> None:
-    hermes = compile_grammar(TOOLS, FORMATS["hermes_json"], allow_text=False)
+    hermes = call_grammar("hermes_json", "calls")
     assert forced.after(hermes) == (b"", False)  # in its tags or bare: a choice
     assert forced.after(hermes, "<") == (b'tool_call>\n{"name": "', False)
     assert forced.after(hermes, "{") == (b'"name": "', False)
@@ -126,7 +124,7 @@ def test_hermes_and_gemma_heads(forced: Forced) -> None:
         b'odo", "arguments": {"entity_id": "todo.shopping", "action": "add_item", "item": "',
         False,
     )
-    gemma = compile_grammar(TOOLS, FORMATS["gemma"], allow_text=False)
+    gemma = call_grammar("gemma", "calls")
     assert forced.after(gemma) == (b"", False)  # its own call, or a JSON object
     assert forced.after(gemma, "<") == (b"start_function_call>call:", False)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.botpsy.core.json_grammar import json_schema_grammar
-from tests.grammar_check import GrammarChecker
+from botpsy_runtime.json_grammar import json_schema_grammar
+from scripts.testing.grammar_check import GrammarChecker
 
 SCHEMA = {
     "type": "object",

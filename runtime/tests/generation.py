@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from custom_components.botpsy.core.engine import Engine, Finished, GenerateRequest, TextDelta
+from botpsy_runtime.engine import Engine, Finished, GenerateRequest, TextDelta
 
 
 async def run(engine: Engine, request: GenerateRequest) -> tuple[str, Finished]:

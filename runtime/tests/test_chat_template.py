@@ -7,9 +7,9 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
-from custom_components.botpsy.core.chat_template import ChatTemplate, ChatTemplateError, fallback_template
-from custom_components.botpsy.core.formats import detect_format
-from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from botpsy_runtime.chat_template import ChatTemplate, ChatTemplateError, fallback_template
+from botpsy_runtime.formats import detect_format
+from botpsy_runtime.gguf_metadata import read_gguf_metadata
 
 MESSAGES = [
     {"role": "system", "content": "You control a home."},

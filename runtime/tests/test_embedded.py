@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from custom_components.botpsy.core import embedded
-from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
-from custom_components.botpsy.core.engine import Finished, GenerateEvent, GenerateRequest, TextDelta
-from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
-from custom_components.botpsy.core.worker import NICENESS
+from botpsy_runtime import embedded
+from botpsy_runtime.embedded import EmbeddedEngine, EmbeddedOptions
+from botpsy_runtime.engine import Finished, GenerateEvent, GenerateRequest, TextDelta
+from botpsy_runtime.errors import EngineError, EngineUnavailableError, ModelLoadError
+from botpsy_runtime.worker import NICENESS
 
 from .generation import run
 

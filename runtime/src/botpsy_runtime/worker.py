@@ -1,9 +1,9 @@
 """The embedded engine's child process: llama.cpp (llama-cpp-python) behind a pipe.
 
-Runs as `python -I worker.py '<load options as JSON>'`, started and supervised by
-`embedded.EmbeddedEngine`. A crash or out-of-memory kill here never takes Home Assistant
-down. It imports nothing but the standard library, llama_cpp and `constrained.py` next to
-it, so it can run from any path.
+Runs as `python -I -m botpsy_runtime.worker '<load options as JSON>'`, started and
+supervised by `embedded.EmbeddedEngine`. A crash or out-of-memory kill here never takes Home
+Assistant down. It imports nothing but the standard library, llama_cpp and this package's
+`constrained` and `lru_cache` (the package's `__init__` imports nothing).
 
 Protocol: JSON lines. Requests on stdin carry an `id` and an `op` (`tokenize`, `generate`,
 `prefill`, `ping`, `cancel`); replies on the original stdout carry the same `id`. Requests
@@ -28,18 +28,13 @@ import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import llama_cpp
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-if TYPE_CHECKING or __package__:
-    from .constrained import Decoder, Sampling, Vocabulary, parse_grammar
-    from .lru_cache import LruCache
-else:  # run as a script: the module next to this file, looked up after everything else
-    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
-    from constrained import Decoder, Sampling, Vocabulary, parse_grammar
-    from lru_cache import LruCache
+from .constrained import Decoder, Sampling, Vocabulary, parse_grammar
+from .lru_cache import LruCache
 
 # State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
 # recurrent state), bounded by count and by bytes: least recently used go first. The

@@ -20,8 +20,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 import pytest
 
-from custom_components.botpsy.core import download
-from custom_components.botpsy.core.download import DownloadError
+from botpsy_runtime import download
+from botpsy_runtime.download import DownloadError
 
 PAYLOAD = bytes(range(256)) * 8192  # 2 MiB
 
@@ -201,7 +201,7 @@ async def test_write_refused_midway_keeps_the_part_and_resumes(session: aiohttp.
 
 def test_hub_mirror_from_environment() -> None:
     """HF_ENDPOINT points downloads at a mirror, as huggingface_hub reads it."""
-    probe = "from custom_components.botpsy.core import download; print(download.hf_url('org/repo', 'm.gguf'))"
+    probe = "from botpsy_runtime import download; print(download.hf_url('org/repo', 'm.gguf'))"
     for env, expected in (
         ({"HF_ENDPOINT": "http://mirror.lan:8080/"}, "http://mirror.lan:8080/org/repo/resolve/main/m.gguf"),
         ({}, "https://huggingface.co/org/repo/resolve/main/m.gguf"),

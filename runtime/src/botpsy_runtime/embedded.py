@@ -1,8 +1,9 @@
 """The embedded engine: llama.cpp in a supervised child process on this machine.
 
-The worker (`worker.py`) owns the model; this side speaks its JSON-lines protocol over
-pipes, serializes requests, turns a dead or hung worker into a clear error for the
-request it was serving and starts a fresh one for the next request.
+The worker (`worker.py`, run as `python -I -m botpsy_runtime.worker`) owns the model;
+this side speaks its JSON-lines protocol over pipes, serializes requests, turns a dead or
+hung worker into a clear error for the request it was serving and starts a fresh one for
+the next request.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from .errors import EngineError, EngineUnavailableError, ModelLoadError
 from .gguf_metadata import read_gguf_metadata
 
 _LOGGER = logging.getLogger(__name__)
-WORKER = Path(__file__).with_name("worker.py")
+# The child process: this package's worker module, run by the interpreter Home Assistant runs on.
+WORKER_MODULE = "botpsy_runtime.worker"
 LOAD_TIMEOUT = 300.0
 STOP_TIMEOUT = 5.0
 # This many unexpected worker exits within the window count as "keeps failing".
@@ -138,7 +140,8 @@ class EmbeddedEngine:
         process = await asyncio.create_subprocess_exec(
             self._python,
             "-I",
-            str(WORKER),
+            "-m",
+            WORKER_MODULE,
             json.dumps({**asdict(self.options), "heartbeat": WATCHDOG_TIMEOUT / 15}),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from custom_components.botpsy.core.lru_cache import LruCache
+from botpsy_runtime.lru_cache import LruCache
 
 
 def test_the_least_recently_used_goes_first_to_on_evict() -> None:

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from .formats import MAX_TEXT_VALUE, gbnf_literal
-from .grammar import int_range, number_range
+from .gbnf_ranges import int_range, number_range
 
 _STRING = f'"\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] ){{0,{MAX_TEXT_VALUE}}} "\\""'
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
-from custom_components.botpsy.core.formats import FORMATS, CallFormat, ToolCall
-from custom_components.botpsy.core.gbnf import GbnfError, Grammar
-from custom_components.botpsy.core.grammar import compile_grammar
-from tests.grammar_check import GrammarChecker
+from botpsy_runtime.formats import FORMATS, CallFormat
+from botpsy_runtime.gbnf import GbnfError, Grammar
+from scripts.testing.grammar_check import GrammarChecker
 
-from .test_grammar import GRAMMARS, TOOLS, calls
+from .grammars import call_grammar
 
 
 @pytest.fixture(scope="module")
@@ -103,35 +101,8 @@ def test_remainder_grammar_on_what_may_end(checker: GrammarChecker) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(call=calls(), second=calls(), cuts=st.lists(st.integers(0, 400), min_size=3, max_size=3))
-def test_calls_read_as_llama_cpp_reads_them(
-    fmt: CallFormat, call: ToolCall, second: ToolCall, cuts: list[int], checker: GrammarChecker
-) -> None:
-    """Every prefix of a valid answer is accepted; what is forced there is how the answer
-    goes on; the grammar written for the rest accepts the rest (llama.cpp says so), and
-    not a character the original grammar refuses there."""
-    grammar = GRAMMARS[fmt.name]
-    text = fmt.render(call) + "\n" + fmt.render(second)
-    start = Grammar(grammar).start()
-    for cut in sorted({min(c, len(text)) for c in cuts}):
-        state = start.advance(text[:cut])
-        assert state is not None, text[:cut]
-        forced, _after = state.forced()
-        assert text[cut:].startswith(forced), (text[:cut], forced)
-        rest = state.gbnf()
-        assert checker.accepts(rest, text[cut:]), (text[:cut], rest)
-        for other in ("\x01", "}", "Z", " ", '"'):
-            allowed = checker.accepts(grammar, text[:cut] + other, complete=False)
-            assert (start.advance(text[:cut] + other) is not None) == allowed, (text[:cut], other)
-            assert checker.accepts(rest, other, complete=False) == allowed
-    end = start.advance(text)
-    assert end is not None and end.can_end
-
-
-@pytest.mark.parametrize("fmt", FORMATS.values(), ids=list(FORMATS))
 def test_text_answers_and_text_only_rounds(fmt: CallFormat, checker: GrammarChecker) -> None:
-    for grammar in (GRAMMARS[fmt.name], compile_grammar((), fmt)):
+    for grammar in (call_grammar(fmt.name, "answer"), call_grammar(fmt.name, "text")):
         start = Grammar(grammar).start()
         text = "The kitchen light is on, 100%."
         state = start.advance(text[:4])
@@ -139,5 +110,5 @@ def test_text_answers_and_text_only_rounds(fmt: CallFormat, checker: GrammarChec
         rest = state.gbnf()
         assert checker.accepts(rest, text[4:])
         assert not checker.accepts(rest, text[4:] + "{", complete=False)
-    calls_only = compile_grammar(TOOLS, fmt, allow_text=False)
+    calls_only = call_grammar(fmt.name, "calls")
     assert Grammar(calls_only).start().advance("The") is None

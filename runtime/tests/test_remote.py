@@ -15,22 +15,18 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 import pytest
 
-from custom_components.botpsy.core import gbnf, remote
-from custom_components.botpsy.core.engine import Finished, GenerateRequest, TextDelta, Timings
-from custom_components.botpsy.core.errors import EngineError, EngineUnavailableError, ModelLoadError
-from custom_components.botpsy.core.formats import FORMATS
-from custom_components.botpsy.core.grammar import compile_grammar
-from custom_components.botpsy.core.remote import RemoteEngine, RemoteOptions
-from custom_components.botpsy.core.tools import compile_tools
+from botpsy_runtime import gbnf, remote
+from botpsy_runtime.engine import Finished, GenerateRequest, TextDelta, Timings
+from botpsy_runtime.errors import EngineError, EngineUnavailableError, ModelLoadError
+from botpsy_runtime.formats import FORMATS
+from botpsy_runtime.remote import RemoteEngine, RemoteOptions
 from scripts.testing.fault_proxy import FaultProxy, Mode
-from scripts.testing.sample_home import sample_home
+from scripts.testing.grammar_check import GrammarChecker
+from scripts.testing.model_fixtures import serving_llama_server
 from scripts.testing.tiny_gguf import write_tiny_model
-from tests.conftest import serving_llama_server
-from tests.grammar_check import GrammarChecker
 
 from .generation import run
-
-TOOLS = compile_tools(sample_home())
+from .grammars import call_grammar
 
 
 @pytest.fixture
@@ -528,7 +524,7 @@ async def test_llama_server_fast_path_equals_token_by_token_decoding(
 ) -> None:
     """Where greedy decoding picks the tokens the tokenizer makes, appending the forced text
     changes nothing but how many tokens the server samples (as in the embedded worker)."""
-    grammar = compile_grammar(TOOLS, FORMATS[fmt], allow_text=False, max_calls=1)
+    grammar = call_grammar(fmt, "one_call")
     request = GenerateRequest(prompt=CALL_PROMPT, grammar=grammar, max_tokens=200, temperature=0.0)
     fast_engine = RemoteEngine(RemoteOptions(favoring_server), session)
     slow_engine = TokenByToken(RemoteOptions(favoring_server), session)
@@ -551,7 +547,7 @@ async def test_llama_server_calls_with_forced_text_follow_the_grammar(
     engine = RemoteEngine(RemoteOptions(llama_server), session)
     await engine.async_load()
     for fmt in ("qwen_xml", "hermes_json"):
-        grammar = compile_grammar(TOOLS, FORMATS[fmt], allow_text=False, max_calls=1)
+        grammar = call_grammar(fmt, "one_call")
         for seed in range(3):
             request = GenerateRequest(prompt=CALL_PROMPT, grammar=grammar, max_tokens=400, temperature=1.0, seed=seed)
             text, finished = await run(engine, request)

@@ -18,15 +18,12 @@ import llama_cpp
 from llama_cpp.llama_grammar import LlamaGrammar
 import pytest
 
-from custom_components.botpsy.core import worker
-from custom_components.botpsy.core.formats import FORMATS
-from custom_components.botpsy.core.grammar import compile_grammar
-from custom_components.botpsy.core.tools import compile_tools
-from scripts.testing.sample_home import sample_home
+from botpsy_runtime import worker
+from scripts.testing.grammar_check import GrammarChecker
 from scripts.testing.tiny_gguf import write_tiny_model
-from tests.grammar_check import GrammarChecker
 
-TOOLS = compile_tools(sample_home())
+from .grammars import call_grammar
+
 PROMPT = "<|im_start|>user\nturn off the kitchen light<|im_end|>\n<|im_start|>assistant\n"
 ids = itertools.count(1)
 
@@ -115,7 +112,7 @@ def checker(tiny_models: dict[str, Path]) -> GrammarChecker:
 def test_fast_path_writes_what_the_model_could_have_written(
     model: worker.Model, checker: GrammarChecker, fmt: str, temperature: float
 ) -> None:
-    grammar = compile_grammar(TOOLS, FORMATS[fmt], allow_text=False, max_calls=1)
+    grammar = call_grammar(fmt, "one_call")
     for seed in range(3):
         text, done, output = generate(model, grammar, temperature=temperature, seed=seed)
         tokens = [token for token, _ in output]
@@ -147,7 +144,7 @@ def test_forced_text_leaves_its_last_token_to_the_model(model: worker.Model, see
 def test_fast_path_equals_token_by_token_decoding(favoring: worker.Model, fmt: str) -> None:
     """Where greedy decoding picks the tokens the tokenizer makes, fast-forwarding changes
     nothing but how many tokens are sampled."""
-    grammar = compile_grammar(TOOLS, FORMATS[fmt], allow_text=False, max_calls=1)
+    grammar = call_grammar(fmt, "one_call")
     fast_text, fast, fast_output = generate(favoring, grammar)
     slow_text, slow, slow_output = generate(favoring, grammar, fast_forward=False)
     assert fast_text == slow_text
@@ -161,7 +158,7 @@ def test_fast_path_equals_token_by_token_decoding(favoring: worker.Model, fmt: s
 def test_grammar_last_sampling_equals_grammar_first(model: worker.Model) -> None:
     """Greedy: the plain chain's choice, checked by the grammar afterwards (and resampled
     with the grammar only when refused), is the grammar-first choice of llama-cpp-python."""
-    grammar = compile_grammar(TOOLS, FORMATS["qwen_xml"], allow_text=False, max_calls=1)
+    grammar = call_grammar("qwen_xml", "one_call")
     _text, done, output = generate(model, grammar, fast_forward=False)
     ours = [token for token, _ in output]
     llm = model.llm

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from custom_components.botpsy.core.errors import ModelLoadError
-from custom_components.botpsy.core.gguf_metadata import read_gguf_metadata
+from botpsy_runtime.errors import ModelLoadError
+from botpsy_runtime.gguf_metadata import read_gguf_metadata
 
 
 @pytest.mark.parametrize("arch", ["qwen3", "gemma3", "qwen35"])

@@ -9,8 +9,8 @@ import platform
 from packaging.tags import Tag, parse_tag
 import pytest
 
-from custom_components.botpsy.core import worker
-from custom_components.botpsy.core.engine_builds import (
+from botpsy_runtime import worker
+from botpsy_runtime.engine_builds import (
     ENGINE_BUILDS,
     LLAMA_CPP_PYTHON_VERSION,
     RELEASE_URL,
@@ -22,7 +22,7 @@ from custom_components.botpsy.core.engine_builds import (
     has_compiler,
     verify,
 )
-from custom_components.botpsy.core.errors import EngineUnavailableError
+from botpsy_runtime.errors import EngineUnavailableError
 
 ALPINE_PI = HostPlatform(
     "Linux",

@@ -13,10 +13,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from custom_components.botpsy.core import worker
-from custom_components.botpsy.core.embedded import EmbeddedEngine, EmbeddedOptions
-from custom_components.botpsy.core.engine import GenerateRequest, Preemptible, Timings
-from custom_components.botpsy.core.errors import PrefillInterruptedError
+from botpsy_runtime import worker
+from botpsy_runtime.embedded import EmbeddedEngine, EmbeddedOptions
+from botpsy_runtime.engine import GenerateRequest, Preemptible, Timings
+from botpsy_runtime.errors import PrefillInterruptedError
 
 from .generation import run
 
