@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import tomllib
 from typing import Any
 
 from awesomeversion import AwesomeVersion
@@ -60,6 +61,13 @@ def test_manifest_has_hassfests_keys_in_its_order() -> None:
     assert manifest["domain"] == INTEGRATION.name
     assert AwesomeVersion(manifest["version"]).valid
     assert all("==" in requirement for requirement in manifest["requirements"])
+
+
+def test_manifest_requires_the_runtime_at_its_version() -> None:
+    """Home Assistant installs botpsy-runtime from PyPI by this pin: it is the version of
+    runtime/ in this tree (a new runtime is released before the integration that needs it)."""
+    project = tomllib.loads((ROOT / "runtime" / "pyproject.toml").read_text())["project"]
+    assert f"{project['name']}=={project['version']}" in load("manifest.json")["requirements"]
 
 
 def test_hacs_json_names_the_home_assistant_the_tests_run_on() -> None:
