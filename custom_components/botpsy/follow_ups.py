@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
 
+from botpsy_runtime.formats import ToolCall
+
 from .core.follow_up import again_calls, is_again, meant, moves, relative_call, relative_change
-from .core.formats import ToolCall
 from .core.home import HomeEntity
 from .core.requested import Named, named_in
 from .core.tools import ACTION

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.follow_up import (
     Relative,
     again_calls,
@@ -14,7 +15,6 @@ from custom_components.botpsy.core.follow_up import (
     relative_call,
     relative_change,
 )
-from custom_components.botpsy.core.formats import ToolCall
 from custom_components.botpsy.core.home import HomeEntity
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import re
 from typing import Any
 
-from .formats import ToolCall
+from botpsy_runtime.formats import ToolCall
+
 from .home import HomeEntity
 from .tools import ACTION
 
