@@ -20,29 +20,47 @@ from homeassistant.core import Context, HomeAssistant, State
 from homeassistant.exceptions import HomeAssistantError
 from homeassistant.helpers.state import async_reproduce_state
 
+from botpsy_runtime.formats import ToolCall
+
 from .core.policy import needs_confirmation, restoring_service
 from .core.reply import describe
+from .core.tools import ACTION
+from .follow_ups import acted, turns
 from .service_calls import EVENT_CALL_EXECUTED, state_change
 
 
-def last_changes(chat_log: conversation.ChatLog) -> list[dict[str, Any]]:
+def last_changes(chat_log: conversation.ChatLog) -> tuple[list[dict[str, Any]], list[ToolCall]]:
     """The changes of the most recent turn (before the one being answered) whose calls
-    changed something."""
-    turns: list[list[dict[str, Any]]] = [[]]
-    for content in chat_log.content[:-1]:
-        if isinstance(content, conversation.UserContent):
-            turns.append([])
-        elif isinstance(content, conversation.ToolResultContent) and isinstance(data := content.result.data, dict):
-            changes = data.get("changes")
-            turns[-1] += [c for c in changes if isinstance(c, dict)] if isinstance(changes, list) else []
-    return next((turn for turn in reversed(turns) if turn), [])
+    changed something, and that turn's calls."""
+    for turn in reversed(turns(chat_log)):
+        changes = [
+            change
+            for content in turn
+            if isinstance(content, conversation.ToolResultContent) and isinstance(data := content.result.data, dict)
+            for change in _listed(data.get("changes"))
+        ]
+        if changes:
+            return changes, acted(turn)
+    return [], []
+
+
+def _listed(changes: Any) -> list[dict[str, Any]]:
+    """The changes a tool result lists (its "changes", if it has them)."""
+    return [c for c in changes if isinstance(c, dict)] if isinstance(changes, list) else []
 
 
 async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, context: Context) -> str | None:
     """Put back what the last turn changed; the reply, or None if it changed nothing."""
-    changes = last_changes(chat_log)
+    changes, calls = last_changes(chat_log)
     if not changes:
         return None
+    # What was put on a list comes off it (a list's state, its count, cannot be put back).
+    added = {
+        (str(c.arguments["entity_id"]), str(c.arguments["item"]))
+        for c in calls
+        if c.name == "todo" and c.arguments.get(ACTION) == "add_item" and "item" in c.arguments
+    }
+    removed: list[tuple[str, str]] = []
     user = await hass.auth.async_get_user(context.user_id) if context.user_id else None
     wanted: list[State] = []
     refused: list[str] = []
@@ -59,12 +77,19 @@ async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, contex
             user is not None and not user.permissions.check_entity(entity_id, POLICY_CONTROL)
         ):
             refused.append(f"I did not put {name} back: you may not control it here.")
+        elif domain == "todo":
+            removed += [(e, item) for e, item in added if e == entity_id]
         else:
             attributes = {k: v[0] for k, v in (change.get("attributes") or {}).items() if v and v[0] is not None}
             wanted.append(State(entity_id, str(old), attributes))
     before = {s.entity_id: hass.states.get(s.entity_id) for s in wanted}
+    before |= {entity_id: hass.states.get(entity_id) for entity_id, _item in removed}
     try:
         await async_reproduce_state(hass, wanted, context=context)
+        for entity_id, item in removed:
+            await hass.services.async_call(
+                "todo", "remove_item", {"entity_id": entity_id, "item": item}, blocking=True, context=context
+            )
     except HomeAssistantError as err:
         refused.append(f"I could not put everything back: {err}.")
     result: dict[str, Any] = {"name": "undo", "arguments": {}, "executed": True, "changes": []}
@@ -72,5 +97,17 @@ async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, contex
         if old_state is not None and (done := state_change(old_state, hass.states.get(entity_id))) is not None:
             result["changes"].append(asdict(done))
     hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result}, context=context)
-    said = describe([result]) if result["changes"] else "Nothing needed putting back."
-    return " ".join([f"Put back. {said}", *refused]) if wanted else " ".join(refused) or None
+    return _said(hass, result, removed, refused) if wanted or removed else " ".join(refused) or None
+
+
+def _said(hass: HomeAssistant, result: dict[str, Any], removed: list[tuple[str, str]], refused: list[str]) -> str:
+    """What undoing did: the states put back, the items taken off their lists, and what was not done."""
+    said = []
+    put_back = [c for c in result["changes"] if not str(c.get("entity_id")).startswith("todo.")]
+    if put_back or not removed:
+        said.append(
+            "Put back. " + (describe([{**result, "changes": put_back}]) if put_back else "Nothing needed putting back.")
+        )
+    for entity_id, item in removed:
+        said.append(f"Took {item} off {state.name if (state := hass.states.get(entity_id)) else entity_id}.")
+    return " ".join([*said, *refused])

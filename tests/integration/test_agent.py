@@ -758,6 +758,23 @@ async def test_it_after_a_question_is_the_device_asked_about(hass: HomeAssistant
     assert "light.kitchen_lights" in grammar and "switch.decorative_lights" not in grammar
 
 
+async def test_undo_takes_an_added_item_off_its_list(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    add = ToolCall("todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "Bananas"})
+    script(agent, XML.render(add))
+    _speech, conversation_id = await ask(hass, "Add bananas to the shopping list")
+    items = await hass.services.async_call(
+        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
+    )
+    assert "Bananas" in str(items)
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "undo that", conversation_id)
+    items = await hass.services.async_call(
+        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
+    )
+    assert "Bananas" not in str(items) and engine.requests == []
+    assert speech == "Took Bananas off Shopping list."
+
+
 async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     assert hass.states.get("lock.kitchen_door").state == "unlocked"  # type: ignore[union-attr]
     script(agent, XML.render(ToolCall("lock", {"entity_id": "lock.kitchen_door", "action": "lock"})))
