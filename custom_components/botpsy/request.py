@@ -293,8 +293,13 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
     if listed and words & {"both", "all", "every", "each"}:
         return replace(before, entity_ids=frozenset(e.entity_id for e in listed), kinds=(), every=True, anywhere=True)
     narrowed = named_in(f"{asked} {answer}", toolbox.home.entities, here=here, recent=recent)
-    fitting = [e for e in listed if narrowed.fits(e)]
-    return narrowed if listed and 0 < len(fitting) < len(listed) else None
+    fitting = frozenset(e.entity_id for e in listed if narrowed.fits(e))
+    if not listed or not 0 < len(fitting) < len(listed):
+        return None
+    # Those of the devices asked about that the answer names, and no other of their place.
+    several = len(fitting) > 1
+    nowhere = frozenset[str]()
+    return replace(before, entity_ids=fitting, areas=nowhere, floors=nowhere, kinds=(), partly=nowhere, every=several)
 
 
 _OTHER = re.compile(r"\bthe other\b", re.IGNORECASE)

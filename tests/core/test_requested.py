@@ -170,6 +170,23 @@ def test_one_device_of_a_kind_among_several_is_asked_for_not_guessed() -> None:
         assert named_in(request, CURTAINS, here=here).one_of_several(CURTAINS) == [], request
 
 
+def test_a_word_of_several_names_in_several_rooms_is_asked_about() -> None:
+    """ "The ceiling light" with a Kitchen Ceiling and a Bedroom Ceiling: which one, not a
+    guess; the words that tell one apart choose it ("the master bedroom light")."""
+    home = (
+        HomeEntity("light.kitchen_ceiling", "Kitchen Ceiling", area="Kitchen"),
+        HomeEntity("light.bedroom_ceiling", "Bedroom Ceiling", area="Bedroom"),
+        HomeEntity("light.master", "Master Bedroom Light"),
+        HomeEntity("light.guest", "Guest Bedroom Light"),
+    )
+    asked = named_in("switch off the ceiling light", home).one_of_several(home)
+    assert [e.entity_id for e in asked] == ["light.kitchen_ceiling", "light.bedroom_ceiling"]
+    assert named_in("turn on the light in the master bedroom", home).one_of_several(home) == []
+    # Devices without a place cannot be told apart by one: the model reads the rest.
+    assert named_in("turn on the bedroom light", home[2:]).one_of_several(home[2:]) == []
+    assert named_in("switch off both ceiling lights", home).one_of_several(home) == []
+
+
 def test_a_gate_is_a_gate_not_any_lock() -> None:
     """ "Open the gate" in a home with one gate and two door locks is not a question."""
     home = (

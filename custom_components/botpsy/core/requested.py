@@ -176,6 +176,9 @@ class Named:
     # for "Dreame Upstairs", "the porch light" for a light in the Front Porch), when it
     # names no device or place whole: they fit too, and no rule answers before the model.
     partly: frozenset[str] = frozenset()
+    # ... of them, those it names by the most words ("the master bedroom light": the Master
+    # Bedroom Light, not the Guest Bedroom Light).
+    closest: frozenset[str] = frozenset()
     # The services its verb asks for, the likeliest first (`VERBS`): "turn off the
     # speaker" is its turn_off, not a mute; "open the valve" is open_valve, not a position.
     services: tuple[frozenset[str], ...] = ()
@@ -258,6 +261,13 @@ class Named:
             # Told apart by their areas (devices of one name in one area: the action tells).
             apart = len({e.name.lower() for e in same}) == 1 and len({e.area for e in same}) == len(same)
             return same if len(same) > 1 and apart else []
+        if self.partly and not (self.every or self.entity_ids or self.areas or self.floors or self.several):
+            # A word of several devices' names, in as many areas ("the ceiling light": the
+            # Kitchen Ceiling and the Bedroom Ceiling); of a kind if one is said.
+            partly = [e for e in entities if e.entity_id in self.closest]
+            of_kind = [e for e in partly if any(KINDS[k](e) for k in self.kinds)] if self.kinds else partly
+            apart = len({e.area for e in of_kind}) == len(of_kind) and None not in {e.area for e in of_kind}
+            return of_kind if len(of_kind) > 1 and apart else []
         if self.every or self.entity_ids or self.areas or self.floors or self.partly or not self.kinds:
             return []
         if any(k in _MEDIA_WORDS for k in self.kinds):  # "skip this song": the one playing
@@ -386,6 +396,18 @@ def _said_words(text: str) -> set[str]:
     return {_stem(w) for w in _WORDS.findall(text)} - _FILLER
 
 
+def _closest(text: str, entities: tuple[HomeEntity, ...], partly: frozenset[str]) -> frozenset[str]:
+    """Of the devices `partly` named, those whose name and area have the most of its words."""
+    said = _said_words(text)
+    overlap = {
+        e.entity_id: len(said & {s for n in (e.name, *e.aliases, e.area or "") for s in _stems(n)})
+        for e in entities
+        if e.entity_id in partly
+    }
+    best = max(overlap.values(), default=0)
+    return frozenset(e for e, n in overlap.items() if n == best)
+
+
 def _named_by_part(text: str, entities: tuple[HomeEntity, ...]) -> frozenset[str]:
     """The devices whose names (or whose area's name) have a word of `text` that few
     names share, besides the words that say how or of what kind a request is."""
@@ -506,6 +528,7 @@ def named_in(
             anywhere=(said_all or plural) and not (areas or floors),
             several=several,
             partly=partly,
+            closest=_closest(text, entities, partly),
             services=() if several else services,
             parts=_parts(request, entities, here) if several and whole else (),
         )
@@ -521,7 +544,8 @@ def named_in(
     if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
         return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services)
     of = None if any_domain else domains
-    return Named(frozenset(recent), frozenset(), frozenset(), (), of, partly=partly, services=services)
+    closest = _closest(text, entities, partly)
+    return Named(frozenset(recent), frozenset(), frozenset(), (), of, partly=partly, closest=closest, services=services)
 
 
 # A request that names nothing: every device fits.
