@@ -294,6 +294,8 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
         return replace(before, entity_ids=frozenset(e.entity_id for e in listed), kinds=(), every=True, anywhere=True)
     narrowed = named_in(f"{asked} {answer}", toolbox.home.entities, here=here, recent=recent)
     fitting = frozenset(e.entity_id for e in listed if narrowed.fits(e))
+    if len(fitting) == len(listed):  # "the shopping one": a word of one of their names
+        fitting = named_in(answer, listed).closest or fitting
     if not listed or not 0 < len(fitting) < len(listed):
         return None
     # Those of the devices asked about that the answer names, and no other of their place.

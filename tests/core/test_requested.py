@@ -187,6 +187,18 @@ def test_a_word_of_several_names_in_several_rooms_is_asked_about() -> None:
     assert named_in("switch off both ceiling lights", home).one_of_several(home) == []
 
 
+def test_which_list_is_asked_unless_one_is_the_shopping_list() -> None:
+    """ "Add bananas to my list": HA's sentences put it on the shopping list; with no
+    shopping list among several, which one is asked."""
+    chores, garden = HomeEntity("todo.chores", "Chores"), HomeEntity("todo.garden", "Garden Jobs")
+    asked = named_in("Add bananas to my list", (chores, garden)).one_of_several((chores, garden))
+    assert asked == [chores, garden]
+    assert named_in("Add bananas to my list", (chores, garden)).describe() == "list"
+    home = (HomeEntity("todo.shopping", "Shopping List"), chores)
+    assert named_in("put apples on the list", home).one_of_several(home) == []
+    assert named_in("add weeding to the garden jobs", (chores, garden)).one_of_several((chores, garden)) == []
+
+
 def test_a_gate_is_a_gate_not_any_lock() -> None:
     """ "Open the gate" in a home with one gate and two door locks is not a question."""
     home = (
