@@ -261,7 +261,7 @@ class Named:
             # Told apart by their areas (devices of one name in one area: the action tells).
             apart = len({e.name.lower() for e in same}) == 1 and len({e.area for e in same}) == len(same)
             return same if len(same) > 1 and apart else []
-        if self.domains == {"todo"} and not (self.entity_ids or self.every or self.several):
+        if self.domains == frozenset({"todo"}) and not (self.entity_ids or self.every or self.several):
             # "Add bananas to my list", with a chores list and a garden list. As HA's
             # sentences read it, "the list" is the shopping list where there is one.
             lists = [e for e in entities if e.domain == "todo"]
@@ -289,7 +289,7 @@ class Named:
         that asks which one (the name several of `entities` have)."""
         names = {e.name for e in entities if e.entity_id in self.entity_ids}
         kind = _SAID.get(self.kinds[0], self.kinds[0]) if self.kinds else next(iter(names), "device")
-        kind = "list" if self.domains == {"todo"} and not names else kind
+        kind = "list" if self.domains == frozenset({"todo"}) and not names else kind
         places = sorted(self.areas | self.floors)
         return f"{kind} in the {' or '.join(places)}" if places else kind
 
