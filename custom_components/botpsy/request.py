@@ -46,6 +46,7 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
+from .core.follow_up import says_an_action
 from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
 from .core.reply import describe, describe_states
 from .core.requested import Named, named_in
@@ -53,7 +54,7 @@ from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request
-from .follow_ups import follow_up_calls, turns
+from .follow_ups import acted, follow_up_calls, turns
 from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
     Recognized,
@@ -189,7 +190,11 @@ class Scope:
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
             joined = len(joined_parts(utterance, language)) > 1
             return cls(utterance, toolbox, entity_ids, named, question, english=False, joined=joined, here=here)
-        return cls(utterance, toolbox, entity_ids, named, is_question(utterance), here=here)
+        # "And after that?", after a turn that only read: asked of what that turn read.
+        read_before = bool(last) and not acted(turns(chat_log)[-1])
+        asked_on = read_before and utterance.rstrip().endswith("?") and not says_an_action(utterance)
+        asked_on = asked_on and named.entity_ids <= set(last)
+        return cls(utterance, toolbox, entity_ids, named, is_question(utterance) or asked_on, here=here)
 
     def early_answer(self) -> str | None:
         """The answer given without the model, to a request for an action that no device
@@ -228,12 +233,13 @@ class Scope:
         if not self.question:
             return None
         holders = [e for e in self.toolbox.home.entities if e.domain in CONTENT_DOMAINS]
-        if self.named.entity_ids:
+        if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
+            # Its words say the kind ("what's it like outside?"), whatever "it" was before.
+            fitting = [e for e in holders if e.domain in self.named.domains]
+        elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
             if len(fitting) != len(self.named.entity_ids):
                 return None  # it is about other devices too
-        elif self.named.domains and self.named.domains <= CONTENT_DOMAINS:
-            fitting = [e for e in holders if e.domain in self.named.domains]
         else:
             return None
         return fitting[0].entity_id if len(fitting) == 1 else None

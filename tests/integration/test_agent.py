@@ -797,6 +797,23 @@ async def test_the_other_one_is_the_one_not_acted_on(hass: HomeAssistant, agent:
     assert "light.ceiling_lights" in grammar and "light.office_rgbw_lights" not in grammar
 
 
+async def test_questions_after_a_reading_are_about_what_it_read(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "What's it like outside?" after switching a light: the forecast, not the light;
+    "and after that?" then asks the forecast again, not for an action."""
+    weather = sorted(s.entity_id for s in hass.states.async_all("weather"))
+    async_expose_entity(hass, "conversation", weather[0], True)
+    for other in weather[1:]:
+        async_expose_entity(hass, "conversation", other, False)
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent)
+    await ask(hass, "What's it like outside right now?", conversation_id)
+    await ask(hass, "And after that?", conversation_id)
+    read = [r.get("name") for r in tool_results(hass, conversation_id)]
+    assert read[-2:] == ["get_state", "get_state"] and engine.requests == []
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+
+
 async def test_a_question_about_the_one_list_reads_it_at_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "What do I need to buy?": the home's one to-do list is read (what is on it), not
     guessed at by the model."""

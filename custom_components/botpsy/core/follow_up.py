@@ -159,6 +159,11 @@ _OWN_VERB = re.compile(
 )
 
 
+def says_an_action(text: str) -> bool:
+    """Whether `text` has a verb or a value of its own ("turn it off?" asks for an action)."""
+    return bool(_OWN_VERB.search(text))
+
+
 def is_again(text: str) -> bool:
     """Whether `text` asks for the turn before again, on something else: it says so
     ("and …", "… too", "same for …") and has no verb or value of its own. "And the bed
