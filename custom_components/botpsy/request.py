@@ -109,8 +109,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     heard = Heard(utterance, language, recognized, llm_context, context)
     # What HA's own sentences read exactly is done as they read it (see `exact`); a
     # follow-up that the turn before says exactly, as it says it (see `follow_ups`).
-    exact = await async_exact_request(agent.hass, scope.toolbox, heard) if prefer_local else None
-    if exact is None and not (recognized and recognized.question):
+    exact = await async_exact_request(agent.hass, scope.toolbox, heard) if prefer_local and not scope.answers else None
+    if exact is None and not scope.answers and not (recognized and recognized.question):
         exact = follow_up_calls(agent.hass, chat_log, scope, correction=is_correction(utterance))
     # A question HA's sentences read exactly gets HA's own answer (see `exact`).
     reply = await async_exact_answer(agent.hass, chat_log, heard) if prefer_local and not exact else None
@@ -152,6 +152,9 @@ class Scope:
     joined: bool = False
     # The area of the device that heard it ("here").
     here: str | None = None
+    # Whether it answers the agent's "which do you mean?" ("the bedroom one"): what it
+    # names is the devices asked about, not what HA's sentences would make of its words.
+    answers: bool = False
 
     @classmethod
     def of(
@@ -174,10 +177,12 @@ class Scope:
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
         here = _area_of_device(hass, chat_log)
         named = named_in(utterance, toolbox.home.entities, here=here, recent=last)
+        answer = None
         if earlier and _asked_which(chat_log):
             # The answer to "which one?" ("the one in the office", "both", "the second"):
             # what the request before it named, narrowed by the answer.
-            named = _answer_to_which(toolbox, earlier[-1], utterance, here, recent) or named
+            answer = _answer_to_which(toolbox, earlier[-1], utterance, here, recent)
+            named = answer or named
         elif named.nothing and earlier:
             # Names nothing and points at nothing ("turn them off"): about the turns before.
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
@@ -189,12 +194,23 @@ class Scope:
             # question mark.
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
             joined = len(joined_parts(utterance, language)) > 1
-            return cls(utterance, toolbox, entity_ids, named, question, english=False, joined=joined, here=here)
+            return cls(
+                utterance,
+                toolbox,
+                entity_ids,
+                named,
+                question,
+                english=False,
+                joined=joined,
+                here=here,
+                answers=bool(answer),
+            )
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(turns(chat_log)[-1])
         asked_on = read_before and utterance.rstrip().endswith("?") and not says_an_action(utterance)
         asked_on = asked_on and named.entity_ids <= set(last)
-        return cls(utterance, toolbox, entity_ids, named, is_question(utterance) or asked_on, here=here)
+        question = is_question(utterance) or asked_on
+        return cls(utterance, toolbox, entity_ids, named, question, here=here, answers=bool(answer))
 
     def early_answer(self) -> str | None:
         """The answer given without the model, to a request for an action that no device

@@ -648,6 +648,23 @@ async def test_the_answer_to_which_one_is_taken_with_the_question(hass: HomeAssi
     assert second in grammar and not any(names[n] in grammar for n in listed if names[n] != second)
 
 
+async def test_the_answer_to_which_one_is_not_read_as_a_request_of_its_own(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "The den one" answers "which light?": HA's sentences would read it as "set the den
+    to 1 %" (HassLightSet); it names the light asked about in the Den, for the request asked."""
+    await async_put_in_den(hass, "light.kitchen_lights")
+    await hass.services.async_call("light", "turn_off", {"entity_id": "light.kitchen_lights"}, blocking=True)
+    script(agent)
+    speech, conversation_id = await ask(hass, "Turn on the light")
+    assert speech.startswith("Which light do you mean")
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_on"})))
+    await ask(hass, "the den one", conversation_id)
+    kitchen = hass.states.get("light.kitchen_lights")
+    assert kitchen is not None and kitchen.state == "on" and kitchen.attributes["brightness"] > 3
+    assert len(engine.requests) == 1
+
+
 async def test_a_relative_follow_up_is_about_the_device_just_set(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "Make it a degree warmer" after setting one thermostat: that one, a degree from
     where it is, without the model."""
