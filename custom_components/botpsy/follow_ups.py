@@ -17,7 +17,17 @@ from homeassistant.core import HomeAssistant
 
 from botpsy_runtime.formats import ToolCall
 
-from .core.follow_up import again_calls, is_again, meant, moves, relative_call, relative_change
+from .core.follow_up import (
+    Relative,
+    again_calls,
+    is_again,
+    is_done_with,
+    item_meant,
+    meant,
+    moves,
+    relative_call,
+    relative_change,
+)
 from .core.home import HomeEntity
 from .core.requested import Named, named_in
 from .core.tools import ACTION
@@ -59,40 +69,79 @@ def follow_up_calls(
     hass: HomeAssistant, chat_log: conversation.ChatLog, scope: Scope, *, correction: bool = False
 ) -> list[ToolCall] | None:
     """The calls a follow-up asks for that can be written without the model: a relative
-    change of what it names (or of what the turn before acted on), the turn before again on
-    what it names, or what a correction meant; None where it is none of these (English),
-    or the calls cannot be exactly those."""
+    change of what it names (or of what the turn before acted on), an item of the list
+    just read done, the turn before again on what it names, or what a correction meant;
+    None where it is none of these (English), or the calls cannot be exactly those."""
     if not scope.english or scope.question:
         return None
-    toolbox = scope.toolbox
     if (change := relative_change(scope.utterance)) is not None:
-        calls: list[ToolCall] = []
-        for entity in _targets(toolbox, scope.named):
-            if (quantity := moves(entity.domain)) is None or change.quantity not in (None, quantity):
-                continue
-            state = hass.states.get(entity.entity_id)
-            call = relative_call(change, entity, state.state, state.attributes) if state else None
-            if call is None:
-                return None
-            calls.append(call)
-        return _valid(toolbox, calls)
+        return _relative_calls(hass, scope, change)
     earlier = turns(chat_log)
-    if not earlier or not (correction or is_again(scope.utterance)):
+    if not earlier:
         return None
-    before = acted(earlier[-1])
-    if not before:
+    if is_done_with(scope.utterance):
+        return _done_calls(scope, earlier[-1])
+    if correction or is_again(scope.utterance):
+        return _again_calls(scope, earlier[-1], correction=correction)
+    return None
+
+
+def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list[ToolCall] | None:
+    """ "A bit brighter": each device it is about, a step from its state now."""
+    calls: list[ToolCall] = []
+    for entity in _targets(scope.toolbox, scope.named):
+        if (quantity := moves(entity.domain)) is None or change.quantity not in (None, quantity):
+            continue
+        state = hass.states.get(entity.entity_id)
+        call = relative_call(change, entity, state.state, state.attributes) if state else None
+        if call is None:
+            return None
+        calls.append(call)
+    return _valid(scope.toolbox, calls)
+
+
+def _done_calls(scope: Scope, before: list[conversation.Content]) -> list[ToolCall] | None:
+    """ "Tick that off" after reading a list: the item its words (or the question's) say, done."""
+    if (read := _list_read(before)) is None:
         return None
+    entity_id, items = read
+    asked = [c.content for c in before if isinstance(c, conversation.UserContent)]
+    if (item := item_meant(items, scope.utterance, *asked)) is None:
+        return None
+    done = {"entity_id": entity_id, ACTION: "update_item", "item": item, "status": "completed"}
+    return _valid(scope.toolbox, [ToolCall("todo", done)])
+
+
+def _again_calls(scope: Scope, before: list[conversation.Content], *, correction: bool) -> list[ToolCall] | None:
+    """ "And the towel heater": the turn before's action on what this one names (for a
+    correction, on what it meant)."""
+    done = acted(before)
+    if not done:
+        return None
+    toolbox = scope.toolbox
     # What it names now, without what the conversation named before (that is the turn before's).
     words = meant(scope.utterance) if correction else scope.utterance
     named = named_in(words, toolbox.home.entities, here=scope.here)
-    domains = {call.name for call in before}
-    targets = _targets(toolbox, named, domains)
+    targets = _targets(toolbox, named, {call.name for call in done})
     offered: dict[str, frozenset[str]] = {}
     for tool in toolbox.compiled:
         for entity_id in tool.targets if not tool.read_only else ():
             offered[entity_id] = offered.get(entity_id, frozenset()) | {tool.service}
-    calls = again_calls(before, targets, offered) or []
-    return _valid(toolbox, calls)
+    return _valid(toolbox, again_calls(done, targets, offered) or [])
+
+
+def _list_read(turn: Iterable[conversation.Content]) -> tuple[str, list[str]] | None:
+    """The one to-do list `turn` read, and its items as read; None if it read none or several."""
+    lists = {}
+    for content in turn:
+        if isinstance(content, conversation.ToolResultContent) and isinstance(data := content.result.data, dict):
+            state = data.get("state")
+            if isinstance(state, dict) and str(state.get("entity_id")).startswith("todo."):
+                items = state.get("items")
+                listed = items if isinstance(items, list) else []
+                said = [str(i["summary"]) for i in listed if isinstance(i, dict) and i.get("summary")]
+                lists[str(state["entity_id"])] = said
+    return next(iter(lists.items())) if len(lists) == 1 else None
 
 
 def _targets(toolbox: Toolbox, named: Named, domains: Iterable[str] = ()) -> list[HomeEntity]:

@@ -11,6 +11,8 @@ from custom_components.botpsy.core.follow_up import (
     Relative,
     again_calls,
     is_again,
+    is_done_with,
+    item_meant,
     meant,
     relative_call,
     relative_change,
@@ -140,3 +142,27 @@ def test_what_a_correction_meant() -> None:
     assert meant("No, not the fan, the sofa lamp") == "No, the sofa lamp"
     assert meant("Not the mirror, the towel heater") == "the towel heater"
     assert meant("Sorry, I meant the kitchen ceiling") == "Sorry, I meant the kitchen ceiling"
+
+
+@pytest.mark.parametrize(
+    ("text", "done"),
+    [
+        ("I've watered the ferns, you can tick that off", True),
+        ("Great, take it off, I bought some this morning", True),
+        ("cross the milk off", True),
+        ("mark it as done", True),
+        ("take the bins out", False),
+        ("turn off the kitchen light", False),
+    ],
+)
+def test_an_item_said_done(text: str, done: bool) -> None:
+    assert is_done_with(text) is done
+
+
+def test_the_item_meant_is_the_one_its_words_say() -> None:
+    chores = ["Water the ferns", "Take out recycling"]
+    assert item_meant(chores, "I've watered the ferns, you can tick that off") == "Water the ferns"
+    shopping = ["Oat milk", "Lemons", "Rye bread"]
+    # "It": the item the question before named.
+    assert item_meant(shopping, "take it off, I bought some", "Is rye bread on the shopping list?") == "Rye bread"
+    assert item_meant(["Oat milk", "Soy milk"], "tick the milk off") is None  # either

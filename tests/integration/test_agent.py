@@ -831,6 +831,24 @@ async def test_questions_after_a_reading_are_about_what_it_read(hass: HomeAssist
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
 
 
+async def test_an_item_said_done_after_reading_the_list_is_ticked_off(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    for item in ("Eggs", "Oat milk"):
+        await hass.services.async_call(
+            "todo", "add_item", {"entity_id": "todo.shopping_list", "item": item}, blocking=True
+        )
+    engine = script(agent)
+    _speech, conversation_id = await ask(hass, "What do I need to buy?")
+    speech, _conversation_id = await ask(hass, "I got the eggs, tick them off", conversation_id)
+    items = await hass.services.async_call(
+        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
+    )
+    status = {i["summary"]: i["status"] for i in items["todo.shopping_list"]["items"]}  # type: ignore[call-overload,index]
+    assert status == {"Eggs": "completed", "Oat milk": "needs_action"} and engine.requests == []
+    assert hass.states.get("todo.shopping_list").state == "1", speech  # type: ignore[union-attr]
+
+
 async def test_a_question_about_the_one_list_reads_it_at_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "What do I need to buy?": the home's one to-do list is read (what is on it), not
     guessed at by the model."""

@@ -218,3 +218,37 @@ _NOT_THAT = re.compile(r"\bnot (?:the |that |this |my )?[\w' -]+?(?:,\s*|\s+but\
 def meant(text: str) -> str:
     """What a correction names as meant: its words without the device it says was wrong."""
     return _NOT_THAT.sub("", text).strip(" ,")
+
+
+# "Tick that off", "you can cross it off", "take it off", "mark it as done": an item of the
+# list just read is done.
+_DONE_WITH = re.compile(
+    r"\b(?:tick|check|cross|take|strike)\s+(?:\w+\s+){0,3}?off\b|\bmark\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:done|complete)",
+    re.IGNORECASE,
+)
+_ITEM_FILLER = frozenset(
+    {"the", "that", "this", "it", "off", "you", "can", "have", "has", "some", "list", "and", "for", "please", "now"}
+)
+
+
+def is_done_with(text: str) -> bool:
+    """Whether `text` says an item of a list is done ("I've watered the ferns, tick that off")."""
+    return bool(_DONE_WITH.search(text))
+
+
+def _item_words(text: str) -> set[str]:
+    words = {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2} - _ITEM_FILLER
+    return {re.sub(r"(?:ed|ing|es|s)$", "", w) or w for w in words}
+
+
+def item_meant(items: Sequence[str], *texts: str) -> str | None:
+    """The one item of `items` that the first of `texts` with words of an item says
+    ("watered the ferns": "Water the ferns"); None where none or several fit as well."""
+    for text in texts:
+        said = _item_words(text)
+        overlap = {item: len(said & _item_words(item)) for item in items}
+        best = max(overlap.values(), default=0)
+        fitting = [item for item, n in overlap.items() if best and n == best]
+        if fitting:
+            return fitting[0] if len(fitting) == 1 else None
+    return None
