@@ -155,6 +155,8 @@ class Scope:
     # Whether it answers the agent's "which do you mean?" ("the bedroom one"): what it
     # names is the devices asked about, not what HA's sentences would make of its words.
     answers: bool = False
+    # The forecast, calendar or list the turn before read, if that is all it did.
+    holder_read: str | None = None
 
     @classmethod
     def of(
@@ -210,7 +212,10 @@ class Scope:
         asked_on = read_before and utterance.rstrip().endswith("?") and not says_an_action(utterance)
         asked_on = asked_on and named.entity_ids <= set(last)
         question = is_question(utterance) or asked_on
-        return cls(utterance, toolbox, entity_ids, named, question, here=here, answers=bool(answer))
+        # The one forecast, calendar or list that turn read.
+        holders = {e for e in last if e.partition(".")[0] in CONTENT_DOMAINS}
+        holder = next(iter(holders)) if read_before and len(set(last)) == len(holders) == 1 else None
+        return cls(utterance, toolbox, entity_ids, named, question, here=here, answers=bool(answer), holder_read=holder)
 
     def early_answer(self) -> str | None:
         """The answer given without the model, to a request for an action that no device
@@ -249,6 +254,11 @@ class Scope:
         if not self.question:
             return None
         holders = [e for e in self.toolbox.home.entities if e.domain in CONTENT_DOMAINS]
+        named = self.named
+        # "How cold will it get that day?" after the forecast: the forecast again.
+        about_it = not (named.areas or named.floors) and named.entity_ids <= {self.holder_read}
+        if self.holder_read and about_it and _LATER.search(self.utterance):
+            return self.holder_read
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
             # Its words say the kind ("what's it like outside?"), whatever "it" was before.
             fitting = [e for e in holders if e.domain in self.named.domains]
@@ -266,6 +276,8 @@ class Scope:
         return (self.question and self.toolbox.writes(call.name)) or self.toolbox.unfit(call, named)
 
 
+# Words of a question about what comes later, which a forecast or a calendar tells.
+_LATER = re.compile(r"\b(?:will|going to|that day|then|after that|tomorrow|tonight|later|next|weekend)\b", re.I)
 # Domains whose entities hold what their state does not tell (items, a forecast, events).
 CONTENT_DOMAINS = frozenset({"todo", "calendar", "weather"})
 
