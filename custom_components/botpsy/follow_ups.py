@@ -10,6 +10,7 @@ changed); where they cannot be written exactly, the model has the request.
 from __future__ import annotations
 
 from collections.abc import Iterable
+import re
 from typing import TYPE_CHECKING
 
 from homeassistant.components import conversation
@@ -27,6 +28,7 @@ from .core.follow_up import (
     moves,
     relative_call,
     relative_change,
+    says_an_action,
 )
 from .core.home import HomeEntity
 from .core.requested import Named, named_in
@@ -121,6 +123,9 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
     toolbox = scope.toolbox
     # What it names now, without what the conversation named before (that is the turn before's).
     words = meant(scope.utterance) if correction else scope.utterance
+    # "No wait, I meant open the blinds": an action of its own, the model's.
+    if correction and says_an_action(re.split(r"\b(?:meant|mean|wanted|want)\b", words)[-1]):
+        return None
     named = named_in(words, toolbox.home.entities, here=scope.here)
     targets = _targets(toolbox, named, {call.name for call in done})
     offered: dict[str, frozenset[str]] = {}

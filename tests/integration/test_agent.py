@@ -754,6 +754,18 @@ async def test_a_correction_puts_back_and_does_what_was_meant(hass: HomeAssistan
     assert speech.startswith("Put back. Kitchen Lights: off → on") and "Ceiling Lights: on → off" in speech
 
 
+async def test_a_correction_with_its_own_action_is_the_models(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "No wait, I meant dim the ceiling lights": not the turn before's action again."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    dim = ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_on", "brightness_pct": 30})
+    engine = script(agent, XML.render(dim))
+    await ask(hass, "No wait, I meant dim the ceiling lights to 30 percent", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
+    ceiling = hass.states.get("light.ceiling_lights")
+    assert ceiling is not None and ceiling.state == "on" and len(engine.requests) == 1
+
+
 async def test_undo_said_after_a_remark_puts_back(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
