@@ -130,6 +130,11 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("No, not the fan, the sofa lamp", False, True),
         ("Not the mirror, the towel heater", False, True),
         ("not the bedroom lights but the hallway", False, False),  # no device after it said as one
+        ("Cancel that", True, False),
+        ("cancel that timer for me", False, False),
+        ("Wrong one, I wanted the nook lamp", False, True),
+        ("No no, the window shade", False, True),
+        ("No, thanks", False, False),
     ],
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:

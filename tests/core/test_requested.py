@@ -66,6 +66,9 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     # A follow-up is about what the conversation acted on.
     named = named_in("turn it off again", HOME, recent=["fan.ceiling"])
     assert [e.entity_id for e in HOME if named.fits(e)] == ["fan.ceiling"]
+    # "Them" after two devices: both, every one of them.
+    both = named_in("turn them both off again", HOME, recent=["fan.ceiling", "media_player.tv"])
+    assert both.all_that_fit and [e.entity_id for e in HOME if both.fits(e)] == ["fan.ceiling", "media_player.tv"]
     # "Switch it on" names no switch; "everything" somewhere the rules cannot read is not nothing.
     assert named_in("switch it on", HOME).nothing
     everything = named_in("switch off everything downstairs", HOME)

@@ -83,7 +83,8 @@ def is_refusal(text: str, language: str | None = "en") -> bool:
 _UNDO = re.compile(
     # After a short remark of its own ("Too bright, put them back").
     r"^(?:[^,.;!?]{1,40}[,.;!?]\s*)?\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*(?:can you\s+|could you\s+)?"
-    r"(?:undo\b|revert\b|put (?:it|them|that|everything|those) back\b|change (?:it|them|that) back\b"
+    r"(?:undo\b|revert\b|cancel (?:it|that)\W*$|put (?:it|them|that|everything|those) back\b"
+    r"|change (?:it|them|that) back\b"
     r"|(?:set|make|put|turn) (?:it|them|that) (?:back )?(?:the way|how|as) (?:it|they) (?:was|were)\b"
     r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$)",
     re.IGNORECASE,
@@ -92,7 +93,10 @@ _UNDO = re.compile(
 # the wrong thing; it is put back, and the request is the rest.
 _CORRECTION = re.compile(
     r"^\W*(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,20}?"
-    r"\b(?:i meant|i mean|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
+    r"\b(?:i meant|i mean|i wanted|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
+    # "Wrong one, I wanted the nook lamp"; "no no, the window shade".
+    r"|(?:wrong (?:one|light|lamp|device)|that's the wrong one)\b"
+    r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
     # "Not the mirror, the towel heater".
     r"|not (?:the|that|this|my) [\w' -]+?,\s*(?:but |i meant )?(?:the|my) \w)",
     re.IGNORECASE,

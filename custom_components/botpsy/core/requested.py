@@ -113,6 +113,7 @@ _PLACE_KINDS = frozenset(
 # Words that ask for every device of a kind, besides a plural.
 _EVERY = re.compile(r"\b(?:all|every|each|both|everywhere|entire|whole)\b")
 _EVERYTHING = re.compile(r"\b(?:everything|all)\b")
+_THEM = re.compile(r"\b(?:them|they|those|these|both)\b")
 # Words that join two requests in one ("the kettle and the hall light", "X, then Y").
 _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 _LEADING_JOIN = re.compile(r"^\W*(?:and|then|also|plus)\b")
@@ -552,7 +553,20 @@ def named_in(
         return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services)
     of = None if any_domain else domains
     closest = _closest(text, entities, partly)
-    return Named(frozenset(recent), frozenset(), frozenset(), (), of, partly=partly, closest=closest, services=services)
+    # "Turn them both off": every one of the devices the conversation was about, not one.
+    them = len(set(recent)) > 1 and bool(_THEM.search(text))
+    return Named(
+        frozenset(recent),
+        frozenset(),
+        frozenset(),
+        (),
+        of,
+        every=them,
+        anywhere=them,
+        partly=partly,
+        closest=closest,
+        services=services,
+    )
 
 
 # A request that names nothing: every device fits.

@@ -77,7 +77,7 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
     "vacuum": ("vacuum", "robot", "clean", "cleaning", "vacuuming", "base", "dock", "charging station"),
     "scene": ("scene", "mood"),
     "script": ("script", "routine"),
-    "todo": ("list", "todo", "shopping", "add", "chores", "buy"),
+    "todo": ("list", "todo", "shopping", "add", "chores", "buy", "shop", "groceries", "grocery"),
     # What a forecast or a calendar answers.
     "weather": ("weather", "forecast", "rain", "snow", "sunny", "umbrella", "storm", "outside"),
     "calendar": (
