@@ -335,7 +335,16 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
     # Those of the devices asked about that the answer names, and no other of their place.
     several = len(fitting) > 1
     nowhere = frozenset[str]()
-    return replace(before, entity_ids=fitting, areas=nowhere, floors=nowhere, kinds=(), partly=nowhere, every=several)
+    return replace(
+        before,
+        entity_ids=fitting,
+        areas=nowhere,
+        floors=nowhere,
+        kinds=(),
+        partly=nowhere,
+        every=several,
+        anywhere=several,
+    )
 
 
 _OTHER = re.compile(r"\bthe other\b", re.IGNORECASE)

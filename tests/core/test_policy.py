@@ -29,6 +29,8 @@ from custom_components.botpsy.core.policy import (
         "Can you tell me whether the back door is locked?",
         "do you know if the heating is on",
         "show me the temperature in the kitchen",
+        "By the way, how humid is the bathroom?",
+        "oh, quick question, is the kettle on?",
     ],
 )
 def test_questions_are_questions(text: str) -> None:

@@ -665,6 +665,21 @@ async def test_the_answer_to_which_one_is_not_read_as_a_request_of_its_own(
     assert len(engine.requests) == 1
 
 
+async def test_an_answer_naming_two_of_those_asked_about_acts_on_both(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "The kitchen lights and the bed light": the model's one call is spread over both."""
+    for light in ("light.kitchen_lights", "light.bed_light"):
+        await hass.services.async_call("light", "turn_off", {"entity_id": light}, blocking=True)
+    script(agent)
+    speech, conversation_id = await ask(hass, "Turn on the light")
+    assert speech.startswith("Which light do you mean")
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_on"})))
+    await ask(hass, "The kitchen lights and the bed light", conversation_id)
+    for light in ("light.kitchen_lights", "light.bed_light"):
+        assert hass.states.get(light).state == "on", light  # type: ignore[union-attr]
+
+
 async def test_a_relative_follow_up_is_about_the_device_just_set(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "Make it a degree warmer" after setting one thermostat: that one, a degree from
     where it is, without the model."""

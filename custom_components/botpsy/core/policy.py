@@ -135,7 +135,10 @@ _QUESTION = re.compile(
 
 # What a question may start with before it asks ("hey, is ...", "tell me, is the pump
 # running?", "can you tell me whether ..."): asking to be told is a question too.
-_LEAD = re.compile(r"^\s*(?:(?:hey|so|ok|okay|well|please|and)\b[\s,]*)+", re.IGNORECASE)
+_LEAD = re.compile(
+    r"^\s*(?:(?:hey|so|ok|okay|well|please|and|by the way|btw|also|oh|one more thing|quick question)\b[\s,]*)+",
+    re.IGNORECASE,
+)
 _ASKING = re.compile(
     r"^\s*(?:(?:can|could|would|will) you (?:please )?(?:tell|show|let) me|tell me|show me|let me know|"
     r"do you know|i (?:want|would like|'d like) to know|i wonder)\b",
