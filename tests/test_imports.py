@@ -79,18 +79,22 @@ def test_no_module_imports_inside_a_function() -> None:
     assert inside == []
 
 
+def _absolute_imports(path: Path) -> list[str]:
+    """The modules `path` imports by absolute name."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.append(node.module or "")
+    return names
+
+
 def test_the_runtime_imports_neither_home_assistant_nor_the_integration() -> None:
     found = []
     for path in sorted(RUNTIME.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and not node.level
-                else []
-            )
-            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in {"homeassistant", "custom_components"}]
+        names = _absolute_imports(path)
+        found += [f"{path.name}: {n}" for n in names if n.split(".")[0] in {"homeassistant", "custom_components"}]
     assert found == []
 
 
@@ -107,15 +111,8 @@ def _imports_of_tests(folder: Path) -> list[str]:
     """Where a file under `folder` imports the `tests` package: "path: module"."""
     found = []
     for path in sorted(folder.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and not node.level
-                else []
-            )
-            found += [f"{path.relative_to(folder)}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
+        names = _absolute_imports(path)
+        found += [f"{path.relative_to(folder)}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
     return found
 
 

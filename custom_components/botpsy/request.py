@@ -171,9 +171,8 @@ class Scope:
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # "Turn it off", "make them dimmer": what the latest turn about any device was about.
-        last = next(
-            (found for turn in reversed(turns(chat_log)) if (found := [e for c in turn for e in _devices_of(c)])), []
-        )
+        before = turns(chat_log)
+        last = next((found for turn in reversed(before) if (found := [e for c in turn for e in _devices_of(c)])), [])
         # A follow-up ("and the other one?") is about what the last turns named too.
         earlier = [c.content for c in chat_log.content if isinstance(c, conversation.UserContent)][-3:-1]
         entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
@@ -208,7 +207,7 @@ class Scope:
                 answers=bool(answer),
             )
         # "And after that?", after a turn that only read: asked of what that turn read.
-        read_before = bool(last) and not acted(turns(chat_log)[-1])
+        read_before = bool(last) and not acted(before[-1])
         asked_on = read_before and utterance.rstrip().endswith("?") and not says_an_action(utterance)
         asked_on = asked_on and named.entity_ids <= set(last)
         question = is_question(utterance) or asked_on

@@ -36,6 +36,15 @@ async def ask(
     return result.response.speech["plain"]["speech"], result.conversation_id or ""
 
 
+async def shopping_list(hass: HomeAssistant) -> dict[str, str]:
+    """The demo home's shopping list: each item's status."""
+    found = await hass.services.async_call(
+        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
+    )
+    items: list[dict[str, str]] = found["todo.shopping_list"]["items"]  # type: ignore[call-overload,index]
+    return {item["summary"]: item["status"] for item in items}
+
+
 def tool_results(hass: HomeAssistant, conversation_id: str) -> list[dict[str, Any]]:
     with (
         chat_session.async_get_chat_session(hass, conversation_id) as session,
@@ -806,16 +815,10 @@ async def test_undo_takes_an_added_item_off_its_list(hass: HomeAssistant, agent:
     add = ToolCall("todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "Bananas"})
     script(agent, XML.render(add))
     _speech, conversation_id = await ask(hass, "Add bananas to the shopping list")
-    items = await hass.services.async_call(
-        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
-    )
-    assert "Bananas" in str(items)
+    assert "Bananas" in await shopping_list(hass)
     engine = script(agent)
     speech, _conversation_id = await ask(hass, "undo that", conversation_id)
-    items = await hass.services.async_call(
-        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
-    )
-    assert "Bananas" not in str(items) and engine.requests == []
+    assert "Bananas" not in await shopping_list(hass) and engine.requests == []
     assert speech == "Took Bananas off Shopping list."
 
 
@@ -870,10 +873,7 @@ async def test_an_item_said_done_after_reading_the_list_is_ticked_off(
     engine = script(agent)
     _speech, conversation_id = await ask(hass, "What do I need to buy?")
     speech, _conversation_id = await ask(hass, "I got the eggs, tick them off", conversation_id)
-    items = await hass.services.async_call(
-        "todo", "get_items", {"entity_id": "todo.shopping_list"}, blocking=True, return_response=True
-    )
-    status = {i["summary"]: i["status"] for i in items["todo.shopping_list"]["items"]}  # type: ignore[call-overload,index]
+    status = await shopping_list(hass)
     assert status == {"Eggs": "completed", "Oat milk": "needs_action"} and engine.requests == []
     assert hass.states.get("todo.shopping_list").state == "1", speech  # type: ignore[union-attr]
 
