@@ -484,3 +484,51 @@ def test_a_part_of_a_request_is_read_without_parts_of_its_own() -> None:
     )
     named = named_in("turn on the light here and switch off the fan", home, here="Kitchen and Dining")
     assert named.several and named.parts
+
+
+STOREYS = (
+    HomeEntity("light.cellar", "Cellar Bulb", area="Storage", floor="Lower Level", floor_level=-1),
+    HomeEntity("light.hall", "Hall Light", area="Hall", floor="Ground", floor_level=0),
+    HomeEntity("light.kitchen", "Pendant", area="Kitchen", area_aliases=("Cookhouse",), floor="Ground", floor_level=0),
+    HomeEntity("light.landing", "Landing Light", area="Landing", floor="First", floor_level=1),
+    HomeEntity("light.bedroom", "Ceiling", area="Bedroom", floor="First", floor_level=1),
+    HomeEntity("light.attic", "Attic Light", area="Loft", floor="Second", floor_level=2),
+    HomeEntity("light.downstairs_wc", "Mirror", area="Downstairs Loo", floor="Ground", floor_level=0),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "here", "fit"),
+    [
+        # Without knowing where it was heard, downstairs is the ground floor.
+        ("turn off the lights downstairs", None, {"light.hall", "light.kitchen", "light.downstairs_wc"}),
+        # Heard on the first floor: the floor below it; heard on the ground floor: the one above.
+        ("switch off all the lights downstairs", "Bedroom", {"light.hall", "light.kitchen", "light.downstairs_wc"}),
+        ("turn off the lights upstairs", "Kitchen", {"light.landing", "light.bedroom"}),
+        ("turn off the lights upstairs", "Landing", {"light.attic"}),
+        ("lights on in the basement", None, {"light.cellar"}),
+        ("turn on the lights on the ground floor", "Loft", {"light.hall", "light.kitchen", "light.downstairs_wc"}),
+        # An area whose name says downstairs is that area, not the floor.
+        ("turn on the light in the downstairs loo", None, {"light.downstairs_wc"}),
+        # An area by its alias.
+        ("turn off the light in the cookhouse", None, {"light.kitchen"}),
+    ],
+)
+def test_a_floor_said_by_where_it_is(request_: str, here: str | None, fit: set[str]) -> None:
+    """HA's sentences have no "downstairs": BotPsy read it as every light in the home."""
+    named = named_in(request_, STOREYS, here=here)
+    assert {e.entity_id for e in STOREYS if named.fits(e)} == fit
+    assert named.all_that_fit
+
+
+def test_a_floor_level_from_its_name_where_ha_has_none() -> None:
+    home = (
+        HomeEntity("light.a", "A", area="Lounge", floor="Ground Floor"),
+        HomeEntity("light.b", "B", area="Study", floor="Top"),
+        HomeEntity("light.c", "C", area="Den", floor="Upper Floor"),
+    )
+    named = named_in("turn off the lights downstairs", home)
+    assert named.floors == {"Ground Floor"}
+    assert named_in("turn off the lights upstairs", home).floors == {"Upper Floor"}
+    # No floor has a level, nor a name that says one: the words name no floor.
+    assert not named_in("lights off upstairs", home[:2]).floors

@@ -16,7 +16,13 @@ from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
-from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, entity_registry as er
+from homeassistant.helpers import (
+    area_registry as ar,
+    chat_session,
+    device_registry as dr,
+    entity_registry as er,
+    floor_registry as fr,
+)
 from homeassistant.setup import async_setup_component
 import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry, async_capture_events
@@ -246,6 +252,24 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
         assert hass.states.get(entity_id).state == "off", speech  # type: ignore[union-attr]
     assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
     assert hass.states.get("light.office_rgbw_lights").state == "on"  # type: ignore[union-attr]
+
+
+async def test_downstairs_is_the_floor_below(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA's sentences have no "downstairs": the lights of the ground floor, not every light."""
+    floors = fr.async_get(hass)
+    ground, first = floors.async_create("Ground", level=0), floors.async_create("First", level=1)
+    await async_put_in_den(hass, "light.kitchen_lights", "light.ceiling_lights")
+    areas = ar.async_get(hass)
+    den = areas.async_get_area_by_name("Den")
+    areas.async_update(den.id, floor_id=ground.floor_id)  # type: ignore[union-attr]
+    office = areas.async_create("Office", floor_id=first.floor_id)
+    device_id = er.async_get(hass).async_get("light.office_rgbw_lights").device_id  # type: ignore[union-attr]
+    dr.async_get(hass).async_update_device(device_id, area_id=office.id)  # type: ignore[arg-type]
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
+    speech, _conversation_id = await ask(hass, "Switch off all the lights downstairs")
+    for entity_id in ("light.kitchen_lights", "light.ceiling_lights"):
+        assert hass.states.get(entity_id).state == "off", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.office_rgbw_lights").state == "on", speech  # type: ignore[union-attr]
 
 
 async def test_a_request_for_two_things_is_done_whole(

@@ -21,6 +21,11 @@ class HomeEntity:
     aliases: tuple[str, ...] = ()
     area: str | None = None
     floor: str | None = None
+    # What else people call its area and floor, and the floor's level (0 the ground
+    # floor, negative below it), as HA's registries hold them.
+    area_aliases: tuple[str, ...] = ()
+    floor_aliases: tuple[str, ...] = ()
+    floor_level: int | None = None
     device_class: str | None = None
     supported_features: int = 0
     attributes: Mapping[str, Any] = field(default_factory=dict)

@@ -10,7 +10,7 @@ answered so, without the model (English kind words; names and areas in any langu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 import re
@@ -454,6 +454,66 @@ def _by_area_said(text: str, same_name: list[HomeEntity], here: str | None) -> s
     return {e.entity_id for e in same_name if not areas or e.area in areas}
 
 
+def _said_of(text: str, places: Mapping[str, tuple[str, ...]]) -> frozenset[str]:
+    """The places (areas or floors) `text` names by their name or one of their aliases."""
+    return frozenset(p for p, aliases in places.items() if any(_mentions(text, n.lower()) for n in (p, *aliases)))
+
+
+def _without(text: str, areas: Collection[str], entities: tuple[HomeEntity, ...]) -> str:
+    """`text` without the names and aliases of `areas` ("the downstairs bathroom" is an area)."""
+    for entity in entities:
+        if entity.area in areas:
+            for name in (entity.area, *entity.area_aliases):
+                text = _phrase(name.lower()).sub(" ", text)
+    return text
+
+
+# Floors said by where they are (HA's own sentences have no such words).
+_DOWNSTAIRS = re.compile(r"\b(?:downstairs|down stairs)\b")
+_UPSTAIRS = re.compile(r"\b(?:upstairs|up stairs)\b")
+_GROUND_FLOOR = re.compile(r"\b(?:ground|main|entry) (?:floor|level)\b")
+_BASEMENT = re.compile(r"\b(?:basement|cellar)\b")
+# A floor's level from its name, where HA has none: "Ground Floor" is 0, "Basement" -1.
+_LEVEL_NAMES = (
+    (re.compile(r"\b(?:ground|main|downstairs|entry)\b"), 0),
+    (re.compile(r"\b(?:basement|cellar|lower level)\b"), -1),
+    (re.compile(r"\b(?:upstairs|upper)\b"), 1),
+)
+
+
+def _level(entity: HomeEntity) -> int | None:
+    """The level of `entity`'s floor: HA's, else what its name says, if anything."""
+    if entity.floor_level is not None or not entity.floor:
+        return entity.floor_level
+    names = " ".join((entity.floor, *entity.floor_aliases)).lower()
+    return next((level for pattern, level in _LEVEL_NAMES if pattern.search(names)), None)
+
+
+def _floors_by_level(text: str, entities: tuple[HomeEntity, ...], here: str | None) -> frozenset[str]:
+    """The floors `text` names by where they are: "downstairs" is the floor below the one
+    the request was heard on (the ground floor if that is not known), "upstairs" the floor
+    above it, "the ground floor" level 0, "the basement" the lowest below it."""
+    levels: dict[int, set[str]] = {}
+    for entity in entities:
+        if entity.floor and (level := _level(entity)) is not None:
+            levels.setdefault(level, set()).add(entity.floor)
+    if not levels:
+        return frozenset()
+    here_level = next((_level(e) for e in entities if here and e.area == here and e.floor), None)
+    wanted: int | None = None
+    if _GROUND_FLOOR.search(text):
+        wanted = 0
+    elif _BASEMENT.search(text):
+        wanted = min((level for level in levels if level < 0), default=None)
+    elif _DOWNSTAIRS.search(text):
+        below = [level for level in levels if here_level is not None and level < here_level]
+        wanted = max(below) if below else (0 if here_level is None else None)
+    elif _UPSTAIRS.search(text):
+        above = [level for level in levels if level > (0 if here_level is None else here_level)]
+        wanted = min(above, default=None)
+    return frozenset(levels.get(wanted, ())) if wanted is not None else frozenset()
+
+
 def _normalized(request: str, here: str | None) -> str:
     """`request` lowercased, "here" as the area, synonyms as kinds, no titles or list items (they name nothing)."""
     text = request.lower()
@@ -498,8 +558,10 @@ def named_in(
             found |= _by_area_said(said, [e for e in entities if e.entity_id in by_name[name]], here)
             text = _phrase(name).sub(" ", text)
     named = frozenset(found)
-    areas = frozenset(a for a in {e.area for e in entities if e.area} if _mentions(text, a.lower()))
-    floors = frozenset(f for f in {e.floor for e in entities if e.floor} if _mentions(text, f.lower()))
+    areas = _said_of(text, {e.area: e.area_aliases for e in entities if e.area})
+    floors = _said_of(text, {e.floor: e.floor_aliases for e in entities if e.floor}) or _floors_by_level(
+        _without(text, areas, entities), entities, here
+    )
     # The longest kind first ("garage door" before "door").
     kinds: list[str] = []
     for kind in sorted(KINDS, key=len, reverse=True):

@@ -152,8 +152,8 @@ class _Scorer:
 
     def __call__(self, entity: HomeEntity) -> float:
         result = 3 * max([self.overlap(entity.name), *(self.overlap(a) for a in entity.aliases)])
-        for place in (entity.area, entity.floor):
-            if place and self.overlap(place) == 1.0:
+        for place, aliases in ((entity.area, entity.area_aliases), (entity.floor, entity.floor_aliases)):
+            if place and any(self.overlap(p) == 1.0 for p in (place, *aliases)):
                 result += 2
         domain = entity.domain
         said = self._domains.get(domain)
