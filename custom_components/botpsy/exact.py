@@ -69,6 +69,9 @@ class Heard:
     recognized: Recognized | None
     llm_context: llm.LLMContext | None
     context: Context | None = None
+    # A request HA's sentences do not read whole, joining several ("X and Y"): each part,
+    # with HA's reading of it (see `async_read_parts`).
+    parts: tuple[tuple[str, Recognized | None], ...] = ()
 
 
 # Slots that say where or what a reading acts on; a reading with none acts on a kind of
@@ -83,17 +86,9 @@ async def async_exact_request(hass: HomeAssistant, toolbox: Toolbox, heard: Hear
     llm_context = heard.llm_context
     if heard.recognized is not None and heard.recognized.intent is not None:
         return await async_exact_calls(hass, toolbox, heard.recognized, llm_context)
-    parts = joined_parts(heard.utterance, heard.language)
-    if len(parts) < 2 or llm_context is None:
+    readings = [reading for _part, reading in heard.parts if reading is not None and reading.intent is not None]
+    if len(readings) < 2 or len(readings) < len(heard.parts) or llm_context is None:
         return None
-    readings: list[Recognized] = []
-    verb = ""
-    for part in parts:
-        reading = await _async_read_part(hass, part, verb, heard)
-        if reading is None:
-            return None
-        readings.append(reading)
-        verb = _verb_of(part, reading) or verb
     # "Turn on the lights and the fan in the bedroom": the lights are the bedroom's too,
     # which a part read alone would not say.
     placed = [any(r.slots.get(slot) for slot in _PLACING) for r in readings]
@@ -108,19 +103,38 @@ async def async_exact_request(hass: HomeAssistant, toolbox: Toolbox, heard: Hear
     return calls
 
 
+async def async_read_parts(hass: HomeAssistant, heard: Heard) -> tuple[tuple[str, Recognized | None], ...]:
+    """The parts a request joins ("X and Y", "X, then Y"), each with HA's reading of it as
+    an action (its intent, or unrecognised: the intents its first word starts; None for
+    a question); none where it joins nothing."""
+    parts = joined_parts(heard.utterance, heard.language)
+    if len(parts) < 2:
+        return ()
+    readings: list[tuple[str, Recognized | None]] = []
+    verb = ""
+    for part in parts:
+        reading = await _async_read_part(hass, part, verb, heard)
+        readings.append((part, reading))
+        if reading is not None and reading.intent is not None:
+            verb = _verb_of(part, reading) or verb
+    return tuple(readings)
+
+
 async def _async_read_part(hass: HomeAssistant, part: str, verb: str, heard: Heard) -> Recognized | None:
     """HA's reading of one part as an action: with the verb of the part before it ("the
     kettle" after "turn on the hall light"; that verb's last word, an article, left out
     where the part brings its own), else as said. The verb comes first: HA reads a bare
-    name as switching it on."""
+    name as switching it on. Unrecognised, as first tried (what its verb starts)."""
     tried = [f"{verb} {part}", f"{verb.rsplit(maxsplit=1)[0]} {part}" if " " in verb else ""] if verb else []
     tried.append(part)
-    for text in filter(None, tried):
-        device_id = heard.llm_context.device_id if heard.llm_context else None
+    device_id = heard.llm_context.device_id if heard.llm_context else None
+    first: Recognized | None = None
+    for number, text in enumerate(filter(None, tried)):
         reading = await async_recognize(hass, text, heard.language, device_id=device_id, context=heard.context)
         if reading is not None and reading.intent is not None:
-            return None if reading.intent in QUESTION_INTENTS else reading
-    return None
+            return None if reading.question else reading
+        first = reading if number == 0 else first
+    return None if first is None or first.question else first
 
 
 def _verb_of(part: str, reading: Recognized) -> str:

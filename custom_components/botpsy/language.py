@@ -9,6 +9,7 @@ where it recognises nothing, the model reads the request alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 import re
 from typing import Any
@@ -21,7 +22,7 @@ from homeassistant.core import Context, HomeAssistant
 
 from .core.home import HomeEntity
 from .core.policy import base_language
-from .core.requested import KINDS, Named
+from .core.requested import KINDS, Named, named_in
 
 # HA's intents that ask and change nothing: a request recognised as one is a question.
 QUESTION_INTENTS = frozenset(
@@ -222,6 +223,25 @@ def read_in_language(
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
     return replace(named, services=recognized.services) if recognized.services else named, recognized.question
+
+
+def named_parts(
+    parts: Sequence[tuple[str, Recognized | None]], entities: tuple[HomeEntity, ...], here: str | None
+) -> tuple[Named, ...]:
+    """What each part of a request joining several names ("éteins le plafonnier et allume
+    le lampadaire"): HA's reading of it, else the names and places it says; with the
+    services its verb asks for (a part without a verb of its own: the part before's).
+    None where a part names nothing BotPsy can tell (then the model reads the whole)."""
+    named: list[Named] = []
+    services: tuple[frozenset[str], ...] = ()
+    for text, reading in parts:
+        part = named_by_slots(reading.slots, entities, reading.intent) if reading and reading.intent else None
+        part = part or named_in(text, entities, here=here, whole=False)
+        if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
+            return ()
+        services = (reading.services if reading else ()) or services
+        named.append(replace(part, services=services, several=False, parts=()))
+    return tuple(named)
 
 
 def joined_parts(utterance: str, language: str) -> list[str]:

@@ -53,14 +53,14 @@ from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
-from .exact import Heard, async_exact_answer, async_exact_request
+from .exact import Heard, async_exact_answer, async_exact_request, async_read_parts
 from .follow_ups import acted, follow_up_calls, turns
 from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
-    Recognized,
     async_recognize,
     chat_language,
     joined_parts,
+    named_parts,
     read_in_language,
     reads_english,
 )
@@ -103,10 +103,13 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         if prefer_local or not reads_english(language)
         else None
     )
-    scope = Scope.of(agent.hass, chat_log, utterance, language, recognized)
+    heard = Heard(utterance, language, recognized, llm_context, context)
+    if recognized is not None and recognized.intent is None:
+        # Not read whole, it may join several requests that HA's sentences read apart.
+        heard = replace(heard, parts=await async_read_parts(agent.hass, heard))
+    scope = Scope.of(agent.hass, chat_log, heard)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
-    heard = Heard(utterance, language, recognized, llm_context, context)
     # What HA's own sentences read exactly is done as they read it (see `exact`); a
     # follow-up that the turn before says exactly, as it says it (see `follow_ups`).
     exact = await async_exact_request(agent.hass, scope.toolbox, heard) if prefer_local and not scope.answers else None
@@ -150,6 +153,10 @@ class Scope:
     # Whether it joins several requests ("X et Y") that BotPsy's word rules cannot tell
     # apart (another language): the model may write a call for each.
     joined: bool = False
+    # ... and what each of them names, where each names something: the model is asked
+    # for one at a time, and may act on nothing else (a small model otherwise does the
+    # first, or the first's action on both).
+    parts: tuple[Named, ...] = ()
     # The area of the device that heard it ("here").
     here: str | None = None
     # Whether it answers the agent's "which do you mean?" ("the bedroom one"): what it
@@ -163,11 +170,10 @@ class Scope:
         cls,
         hass: HomeAssistant,
         chat_log: conversation.ChatLog,
-        utterance: str,
-        language: str = "en",
-        recognized: Recognized | None = None,
+        heard: Heard,
     ) -> Scope:
-        """What `utterance` is about in this conversation; a follow-up reads the turns before it too."""
+        """What the request `heard` is about in this conversation; a follow-up reads the turns before it too."""
+        utterance, language, recognized = heard.utterance, heard.language, heard.recognized
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # "Turn it off", "make them dimmer": what the latest turn about any device was about.
@@ -203,6 +209,7 @@ class Scope:
                 question,
                 english=False,
                 joined=joined,
+                parts=() if question or answer else named_parts(heard.parts, toolbox.home.entities, here),
                 here=here,
                 answers=bool(answer),
             )
@@ -469,6 +476,8 @@ class _Rounds:
     policy: CallPolicy
     # What is left to do: what the request names, or the rest of it after a round.
     named: Named
+    # ... and the parts after it, of a request joining several in another language.
+    parts_left: tuple[Named, ...] = ()
     results: list[dict[str, Any]] = field(default_factory=list)
     done: list[dict[str, Any]] = field(default_factory=list)  # HA's intents that acted, as our results say it
     said: list[dict[str, Any]] = field(default_factory=list)  # what earlier rounds did, when one does the rest
@@ -480,6 +489,8 @@ class _Rounds:
         confirm = bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY))
         policy = CallPolicy(gate=call_gate(agent.hass, scope.toolbox, confirm=confirm))
         limit = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
+        if scope.parts:  # one part at a time, the first first
+            return cls(agent, chat_log, scope, limit, _call_format(agent), policy, scope.parts[0], scope.parts[1:])
         return cls(agent, chat_log, scope, limit, _call_format(agent), policy, scope.named)
 
     def failed(self) -> list[dict[str, Any]]:
@@ -502,7 +513,7 @@ class _Rounds:
             # A request for one thing is one call (one for every device that fits is
             # spread over them), in any language: a small model otherwise writes it
             # again and again, or reads every area instead of acting.
-            one_call=not (named.several or scope.question or scope.joined),
+            one_call=not (named.several or scope.question or (scope.joined and not scope.parts)),
         )
         request = self.agent.prompts.round_request(self.chat_log, scope.toolbox, self.fmt, calls)
         # Whatever the model writes, a question runs no action, and no action on a device
@@ -585,6 +596,8 @@ class _Rounds:
         toolbox = self.scope.toolbox
         acted = [e for r in new for i in _acted_on(r) if (e := toolbox.home.entity(i)) is not None]
         rest = self.named.rest(acted, toolbox.actionable()) if number + 1 < self.limit and has_request else None
+        if rest is None and self.parts_left and number + 1 < self.limit:
+            rest, self.parts_left = self.parts_left[0], self.parts_left[1:]
         if rest is None:
             return self.scope.said_done(self.said)
         self.named = rest

@@ -155,3 +155,20 @@ async def test_a_french_request_joining_two_may_be_two_calls(hass: HomeAssistant
     engine = script(model_agent, f"{bed}\n{kitchen}")
     await ask(hass, "Allume donc la lampe du lit et éteins la cuisine", "fr")
     assert 'calls ::= call ( "\\n" call ){0,0}' not in (engine.requests[0].grammar or "")
+
+
+async def test_a_french_request_joining_two_is_done_one_part_at_a_time(
+    hass: HomeAssistant, model_agent: MockConfigEntry
+) -> None:
+    """HA's French sentences read neither part whole: the model is asked for each part in
+    turn, and may act only on what that part names (the 0.5B did the first part alone,
+    or the first part's action on both)."""
+    kitchen_off = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    bed_on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
+    engine = script(model_agent, kitchen_off, bed_on)
+    speech, _conversation_id = await ask(hass, "Coupe vite Kitchen Lights, puis mets Bed Light en marche", "fr")
+    assert hass.states.get("light.kitchen_lights").state == "off", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.bed_light").state == "on", speech  # type: ignore[union-attr]
+    first, second = (request.grammar or "" for request in engine.requests)
+    assert "light.kitchen_lights" in first and "light.bed_light" not in first
+    assert "light.bed_light" in second and "light.kitchen_lights" not in second

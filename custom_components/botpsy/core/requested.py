@@ -459,12 +459,11 @@ def _said_of(text: str, places: Mapping[str, tuple[str, ...]]) -> frozenset[str]
     return frozenset(p for p, aliases in places.items() if any(_mentions(text, n.lower()) for n in (p, *aliases)))
 
 
-def _without(text: str, areas: Collection[str], entities: tuple[HomeEntity, ...]) -> str:
-    """`text` without the names and aliases of `areas` ("the downstairs bathroom" is an area)."""
-    for entity in entities:
-        if entity.area in areas:
-            for name in (entity.area, *entity.area_aliases):
-                text = _phrase(name.lower()).sub(" ", text)
+def _without(text: str, places: Mapping[str, tuple[str, ...]]) -> str:
+    """`text` without the names and aliases of `places` ("the downstairs bathroom" is an area)."""
+    for place, aliases in places.items():
+        for name in (place, *aliases):
+            text = _phrase(name.lower()).sub(" ", text)
     return text
 
 
@@ -493,6 +492,8 @@ def _floors_by_level(text: str, entities: tuple[HomeEntity, ...], here: str | No
     """The floors `text` names by where they are: "downstairs" is the floor below the one
     the request was heard on (the ground floor if that is not known), "upstairs" the floor
     above it, "the ground floor" level 0, "the basement" the lowest below it."""
+    if not (_GROUND_FLOOR.search(text) or _BASEMENT.search(text) or _DOWNSTAIRS.search(text) or _UPSTAIRS.search(text)):
+        return frozenset()
     levels: dict[int, set[str]] = {}
     for entity in entities:
         if entity.floor and (level := _level(entity)) is not None:
@@ -558,9 +559,10 @@ def named_in(
             found |= _by_area_said(said, [e for e in entities if e.entity_id in by_name[name]], here)
             text = _phrase(name).sub(" ", text)
     named = frozenset(found)
-    areas = _said_of(text, {e.area: e.area_aliases for e in entities if e.area})
+    area_names = {e.area: e.area_aliases for e in entities if e.area}
+    areas = _said_of(text, area_names)
     floors = _said_of(text, {e.floor: e.floor_aliases for e in entities if e.floor}) or _floors_by_level(
-        _without(text, areas, entities), entities, here
+        _without(text, {a: area_names[a] for a in areas}), entities, here
     )
     # The longest kind first ("garage door" before "door").
     kinds: list[str] = []
