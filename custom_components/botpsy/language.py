@@ -222,7 +222,27 @@ def read_in_language(
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
-    return replace(named, services=recognized.services) if recognized.services else named, recognized.question
+    services = asked_services(utterance, recognized)
+    return replace(named, services=services) if services else named, recognized.question
+
+
+# A value said with its unit ("à 20 %", "auf 21 Grad", "al 50 por ciento").
+_VALUE = re.compile(r"\d\s*(?:%|°|degr|grad|pour ?cent|prozent|por ?ciento|per ?cento|por ?cento|percent)", re.I)
+# The services that set a value: a level, a temperature, a position, a volume, a speed.
+VALUE_SERVICES = (
+    frozenset(
+        {"turn_on", "set_temperature", "set_cover_position", "set_valve_position", "volume_set", "set_percentage"}
+    ),
+)
+
+
+def asked_services(text: str, reading: Recognized) -> tuple[frozenset[str], ...]:
+    """The services a request (or a part of one) asks for: those of HA's reading, or
+    unrecognised, a service that sets the value it says ("baisse le plafonnier à 20 %"
+    is a brightness, not off), else those its verb starts."""
+    if reading.intent is None and _VALUE.search(text):
+        return VALUE_SERVICES
+    return reading.services
 
 
 def named_parts(
@@ -239,7 +259,7 @@ def named_parts(
         part = part or named_in(text, entities, here=here, whole=False)
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
-        services = (reading.services if reading else ()) or services
+        services = (asked_services(text, reading) if reading else ()) or services
         named.append(replace(part, services=services, several=False, parts=()))
     return tuple(named)
 

@@ -15,6 +15,7 @@ from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.requested import Named
 from custom_components.botpsy.language import (
     INTENT_SERVICES,
+    VALUE_SERVICES,
     Recognized,
     first_words,
     named_by_slots,
@@ -128,6 +129,10 @@ def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
     both = Named(frozenset({"light.lampe", "fan.ventilo"}), frozenset(), frozenset(), ())
     read, _question = read_in_language("Éteins la lampe et allume le ventilo", both, (lamp, fan), off, "fr")
     assert read.several and read.services == ()
+    # A value said is set, whatever the verb starts ("baisse" also starts closing).
+    for request in ("Baisse la lampe à 20 %", "Stell die Lampe auf 21 Grad", "Pon la lampara al 50 por ciento"):
+        read, _question = read_in_language(request, named, (lamp, fan), off, "fr")
+        assert read.services == VALUE_SERVICES, request
     # HA's reading names the area's devices of a domain: every light there, nothing else.
     by_slots = named_by_slots({"area": "salon", "domain": "light"}, (lamp, fan))
     assert by_slots is not None and by_slots.fits(lamp) and not by_slots.fits(fan) and by_slots.all_that_fit
