@@ -287,6 +287,9 @@ class FirstWords:
     questions: frozenset[str]
     skipped: tuple[str, ...]  # longest first
     by_intent: dict[str, frozenset[str]]  # the first words of each action intent
+    # Each action sentence's first and last words, by intent ("{name}" for a name;
+    # "*schalten" may end a longer word): "Küche Deckenlampe aus" is a "{name} … aus".
+    sentences: dict[str, tuple[tuple[frozenset[str], frozenset[str]], ...]] = field(default_factory=dict)
 
     def _first(self, utterance: str) -> str:
         """The request's first word past the skipped ones."""
@@ -309,11 +312,34 @@ class FirstWords:
 
     def likely(self, utterance: str) -> frozenset[str]:
         """The action intents whose sentences start with the request's first word (a
-        verb: "éteins", "apaga"); none if it asks, or starts with a name or an article."""
+        verb: "éteins", "apaga"), narrowed by those that end with its last word (the
+        particle of a German verb: "mach … aus"), or those alone where the first word
+        starts none; none if it asks."""
         first = self._first(utterance)
         if self.asks(utterance) or not first:
             return frozenset()
-        return frozenset(i for i, words in self.by_intent.items() if _starts_as(first, words))
+        starting = frozenset(i for i, words in self.by_intent.items() if _starts_as(first, words))
+        said = _WORD.findall(utterance.casefold())
+        last = said[-1] if said else ""
+        # A first word no sentence starts with is taken for a name.
+        named = not _starts_as(first, self.actions | self.questions)
+        both = frozenset(
+            intent
+            for intent, sentences in self.sentences.items()
+            if any(
+                (_starts_as(first, starts) or (named and _NAME in starts)) and _ends_as(last, ends)
+                for starts, ends in sentences
+            )
+        )
+        return both or starting
+
+
+def _ends_as(word: str, ends: frozenset[str]) -> bool:
+    """Whether `word` is one of `ends`, or is or ends with one that starts with "*" (the
+    end of a word HA's sentences spell in parts: "aus[schalten]" ends with "*schalten")."""
+    return word in ends or any(
+        e.startswith("*") and (word == e[1:] or (len(e) > 3 and word.endswith(e[1:]))) for e in ends
+    )
 
 
 def _starts_as(word: str, starts: frozenset[str]) -> bool:
@@ -329,18 +355,26 @@ def first_words(intents: Intents) -> FirstWords:
     actions: set[str] = set()
     questions: set[str] = set()
     by_intent: dict[str, set[str]] = {}
+    sentences: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
     for name, intent in intents.intents.items():
         if name in NOTHING_INTENTS:
             continue
         words = questions if name in QUESTION_INTENTS else by_intent.setdefault(name, set())
         for data in intent.data:
             for sentence in data.sentences:
-                words |= _starts(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+                starts = _starts(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+                words |= starts
+                if name not in QUESTION_INTENTS:
+                    ends = _ends(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+                    sentences.setdefault(name, []).append((frozenset(starts), frozenset(ends)))
         if name not in QUESTION_INTENTS:
             actions |= words
     skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in intents.skip_words}, key=len, reverse=True)
     intents_words = {i: frozenset(words) for i, words in by_intent.items()}
-    return FirstWords(frozenset(actions), frozenset(questions), tuple(w for w in skipped if w), intents_words)
+    by_sentence = {i: tuple(pairs) for i, pairs in sentences.items()}
+    return FirstWords(
+        frozenset(actions), frozenset(questions), tuple(w for w in skipped if w), intents_words, by_sentence
+    )
 
 
 def _starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
@@ -384,3 +418,45 @@ def _sequence_starts(expression: Expression, rules: dict[str, Sentence], seen: f
         if not empty:
             return starts, False
     return starts, True
+
+
+def _ends(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
+    """The words `expression` can end with ("*word" where it may be the end of a longer
+    word), and whether it can be empty: `_starts` read from the end."""
+    if isinstance(expression, TextChunk):
+        return _chunk_ends(expression)
+    if isinstance(expression, ListReference):
+        return {_NAME}, False
+    if isinstance(expression, RuleReference):
+        rule = rules.get(expression.rule_name)
+        if rule is None or expression.rule_name in seen:
+            return set(), True
+        return _ends(rule.expression, rules, seen | {expression.rule_name})
+    if isinstance(expression, Alternative | Permutation):
+        found = [_ends(item, rules, seen) for item in expression.items]
+        alternatives: set[str] = set().union(*(w for w, _empty in found))
+        empty = isinstance(expression, Alternative) and (expression.is_optional or any(e for _w, e in found))
+        return alternatives, empty or not found
+    return _sequence_ends(expression, rules, seen)
+
+
+def _sequence_ends(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
+    """A sequence ends with its last item's words, and the one before's where that can be empty."""
+    ends: set[str] = set()
+    for item in reversed(getattr(expression, "items", ())):
+        words, empty = _ends(item, rules, seen)
+        ends |= words
+        if not empty:
+            return ends, False
+    return ends, True
+
+
+def _chunk_ends(chunk: TextChunk) -> tuple[set[str], bool]:
+    """The word a piece of text ends with ("*word" where a chunk of one word is glued to
+    what comes before it: "schalten" of "aus[schalten]"), and whether it is empty."""
+    text = chunk.text.casefold()
+    said: list[str] = _WORD.findall(text)
+    if not said:
+        return set(), True
+    glued = len(said) == 1 and not text[:1].isspace()
+    return ({f"*{said[-1]}" if glued else said[-1]}, False)

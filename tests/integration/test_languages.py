@@ -119,6 +119,26 @@ def test_unrecognised_requests_are_read_by_how_has_sentences_start() -> None:
     assert words.likely("La lampe est allumée ?") == frozenset()
 
 
+def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
+    """ "Mach … aus", "Küche Deckenlampe aus": a German verb's particle comes last, and
+    says which of the intents its first word starts is meant."""
+    intents = Intents.from_dict(
+        {
+            "language": "de",
+            "intents": {
+                "HassTurnOff": {"data": [{"sentences": ["(schalte|mach) {name} (aus|ab)", "{name} aus[schalten]"]}]},
+                "HassTurnOn": {"data": [{"sentences": ["(schalte|mach) {name} (an|ein)", "führe {name} aus"]}]},
+            },
+            "lists": {"name": {"values": ["lampe"]}},
+        }
+    )
+    words = first_words(intents)
+    assert words.likely("Mach im Schlafzimmer das ganze Licht aus") == {"HassTurnOff"}
+    assert words.likely("Schalte den Handtuchwärmer ein") == {"HassTurnOn"}
+    assert words.likely("Küche Deckenlampe ausschalten") == {"HassTurnOff"}  # not "führe … aus"
+    assert words.likely("Mach die Lampe heller") == {"HassTurnOff", "HassTurnOn"}  # the first word alone
+
+
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
     lamp = HomeEntity("light.lampe", "Lampe", area="Salon")
     fan = HomeEntity("fan.ventilo", "Ventilo", area="Salon")
