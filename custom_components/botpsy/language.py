@@ -362,10 +362,10 @@ def first_words(intents: Intents) -> FirstWords:
         words = questions if name in QUESTION_INTENTS else by_intent.setdefault(name, set())
         for data in intent.data:
             for sentence in data.sentences:
-                starts = _starts(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+                starts = _edge(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
                 words |= starts
                 if name not in QUESTION_INTENTS:
-                    ends = _ends(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
+                    ends = _edge(sentence.expression, {**rules, **data.expansion_rules}, frozenset(), last=True)[0]
                     sentences.setdefault(name, []).append((frozenset(starts), frozenset(ends)))
         if name not in QUESTION_INTENTS:
             actions |= words
@@ -377,26 +377,44 @@ def first_words(intents: Intents) -> FirstWords:
     )
 
 
-def _starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
-    """The words `expression` can start with, and whether it can be empty."""
+def _edge(
+    expression: Expression, rules: dict[str, Sentence], seen: frozenset[str], *, last: bool = False
+) -> tuple[set[str], bool]:
+    """The words `expression` can start with (or end with, if `last`), and whether it can
+    be empty."""
     if isinstance(expression, TextChunk):
-        return _chunk_starts(expression)
+        return _chunk_end(expression) if last else _chunk_start(expression)
     if isinstance(expression, ListReference):
         return {_NAME}, False
     if isinstance(expression, RuleReference):
         rule = rules.get(expression.rule_name)
         if rule is None or expression.rule_name in seen:
             return set(), True
-        return _starts(rule.expression, rules, seen | {expression.rule_name})
+        return _edge(rule.expression, rules, seen | {expression.rule_name}, last=last)
     if isinstance(expression, Alternative | Permutation):
-        found = [_starts(item, rules, seen) for item in expression.items]
+        found = [_edge(item, rules, seen, last=last) for item in expression.items]
         alternatives: set[str] = set().union(*(w for w, _empty in found))
         empty = isinstance(expression, Alternative) and (expression.is_optional or any(e for _w, e in found))
         return alternatives, empty or not found
-    return _sequence_starts(expression, rules, seen)
+    return _sequence_edge(expression, rules, seen, last=last)
 
 
-def _chunk_starts(chunk: TextChunk) -> tuple[set[str], bool]:
+def _sequence_edge(
+    expression: Expression, rules: dict[str, Sentence], seen: frozenset[str], *, last: bool
+) -> tuple[set[str], bool]:
+    """A sequence starts with its first item's words, and the next item's where that can
+    be empty (ends, from its last item); it is empty if all its items can be."""
+    items = list(getattr(expression, "items", ()))
+    words: set[str] = set()
+    for item in reversed(items) if last else items:
+        said, empty = _edge(item, rules, seen, last=last)
+        words |= said
+        if not empty:
+            return words, False
+    return words, True
+
+
+def _chunk_start(chunk: TextChunk) -> tuple[set[str], bool]:
     """The word a piece of text starts with ("word*" where it goes on in what follows the
     chunk), and whether it is empty."""
     text = chunk.text.casefold().lstrip()
@@ -408,50 +426,7 @@ def _chunk_starts(chunk: TextChunk) -> tuple[set[str], bool]:
     return ({said[0] if whole else said[0] + "*"}, False)
 
 
-def _sequence_starts(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
-    """A sequence starts with its first item's words, and the next item's where that can
-    be empty; it is empty if all its items can be."""
-    starts: set[str] = set()
-    for item in getattr(expression, "items", ()):
-        words, empty = _starts(item, rules, seen)
-        starts |= words
-        if not empty:
-            return starts, False
-    return starts, True
-
-
-def _ends(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
-    """The words `expression` can end with ("*word" where it may be the end of a longer
-    word), and whether it can be empty: `_starts` read from the end."""
-    if isinstance(expression, TextChunk):
-        return _chunk_ends(expression)
-    if isinstance(expression, ListReference):
-        return {_NAME}, False
-    if isinstance(expression, RuleReference):
-        rule = rules.get(expression.rule_name)
-        if rule is None or expression.rule_name in seen:
-            return set(), True
-        return _ends(rule.expression, rules, seen | {expression.rule_name})
-    if isinstance(expression, Alternative | Permutation):
-        found = [_ends(item, rules, seen) for item in expression.items]
-        alternatives: set[str] = set().union(*(w for w, _empty in found))
-        empty = isinstance(expression, Alternative) and (expression.is_optional or any(e for _w, e in found))
-        return alternatives, empty or not found
-    return _sequence_ends(expression, rules, seen)
-
-
-def _sequence_ends(expression: Expression, rules: dict[str, Sentence], seen: frozenset[str]) -> tuple[set[str], bool]:
-    """A sequence ends with its last item's words, and the one before's where that can be empty."""
-    ends: set[str] = set()
-    for item in reversed(getattr(expression, "items", ())):
-        words, empty = _ends(item, rules, seen)
-        ends |= words
-        if not empty:
-            return ends, False
-    return ends, True
-
-
-def _chunk_ends(chunk: TextChunk) -> tuple[set[str], bool]:
+def _chunk_end(chunk: TextChunk) -> tuple[set[str], bool]:
     """The word a piece of text ends with ("*word" where a chunk of one word is glued to
     what comes before it: "schalten" of "aus[schalten]"), and whether it is empty."""
     text = chunk.text.casefold()
