@@ -19,7 +19,7 @@ action, each as exactly, do they run together.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
@@ -101,6 +101,14 @@ async def async_exact_request(hass: HomeAssistant, toolbox: Toolbox, heard: Hear
             return None
         calls += part_calls
     return calls
+
+
+async def async_heard(hass: HomeAssistant, heard: Heard) -> Heard:
+    """`heard`, with its parts where HA's sentences do not read it whole but it may join
+    several requests that they read apart."""
+    if heard.recognized is None or heard.recognized.intent is not None:
+        return heard
+    return replace(heard, parts=await async_read_parts(hass, heard))
 
 
 async def async_read_parts(hass: HomeAssistant, heard: Heard) -> tuple[tuple[str, Recognized | None], ...]:

@@ -53,7 +53,7 @@ from .core.requested import Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
-from .exact import Heard, async_exact_answer, async_exact_request, async_read_parts
+from .exact import Heard, async_exact_answer, async_exact_request, async_heard
 from .follow_ups import acted, follow_up_calls, turns
 from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
@@ -103,10 +103,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         if prefer_local or not reads_english(language)
         else None
     )
-    heard = Heard(utterance, language, recognized, llm_context, context)
-    if recognized is not None and recognized.intent is None:
-        # Not read whole, it may join several requests that HA's sentences read apart.
-        heard = replace(heard, parts=await async_read_parts(agent.hass, heard))
+    heard = await async_heard(agent.hass, Heard(utterance, language, recognized, llm_context, context))
     scope = Scope.of(agent.hass, chat_log, heard)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})

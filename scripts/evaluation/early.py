@@ -38,7 +38,7 @@ from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.policy import is_question
 from custom_components.botpsy.core.requested import named_in
 from custom_components.botpsy.core.tools import compile_tools
-from custom_components.botpsy.exact import Heard, async_exact_request
+from custom_components.botpsy.exact import Heard, async_exact_request, async_heard
 from custom_components.botpsy.home_snapshot import async_snapshot_home
 from custom_components.botpsy.language import async_recognize, read_in_language, reads_english
 from custom_components.botpsy.request import Scope
@@ -108,7 +108,7 @@ async def _home_answers(home_cases: HomeCases) -> list[EarlyAnswer]:
                 named = named_in(case.sentence, home.entities, here=here)
                 recognized = await async_recognize(hass, case.sentence, fixture.language, device_id=device_id)
                 context = llm.LLMContext("botpsy", Context(), fixture.language, conversation.DOMAIN, device_id)
-                heard = Heard(case.sentence, fixture.language, recognized, context)
+                heard = await async_heard(hass, Heard(case.sentence, fixture.language, recognized, context))
                 exact = await async_exact_request(hass, toolbox, heard)
                 if exact is not None:
                     acted = {str(c.arguments["entity_id"]) for c in exact}
