@@ -161,6 +161,10 @@ async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog
     HA's own responses. None where HA reads no question or cannot answer it."""
     if heard.recognized is None or heard.recognized.intent not in QUESTION_INTENTS:
         return None
+    # HA's sentences read "what's the weather?" in a home that has no weather entity, whose
+    # intent is then not registered: HA would answer "Unknown intent HassGetWeather".
+    if not any(handler.intent_type == heard.recognized.intent for handler in intent.async_get(hass)):
+        return None
     agent = get_agent_manager(hass).default_agent
     if agent is None:
         return None

@@ -22,6 +22,7 @@ from homeassistant.helpers import (
     device_registry as dr,
     entity_registry as er,
     floor_registry as fr,
+    intent,
 )
 from homeassistant.setup import async_setup_component
 import pytest
@@ -597,6 +598,18 @@ async def test_a_follow_up_to_has_answer_is_about_its_device(hass: HomeAssistant
     assert speech.startswith("Bed Light: off → on")
     assert len(engine.requests) == 1
     assert "light-turn-on" in (engine.requests[0].grammar or "")
+
+
+async def test_a_question_for_an_intent_ha_has_not_registered_goes_to_the_model(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """HA's sentences read "what's the weather like?" in a home without a weather entity;
+    its intent then is not registered, and HA's answer would be "Unknown intent …"."""
+    intent.async_remove(hass, "HassGetWeather")
+    engine = script(agent, "I have no weather forecast to read.")
+    speech, _conversation_id = await ask(hass, "What's the weather like?")
+    assert speech == "I have no weather forecast to read."
+    assert len(engine.requests) == 1
 
 
 async def test_a_question_has_sentences_read_gets_has_answer(hass: HomeAssistant, agent: MockConfigEntry) -> None:
