@@ -15,14 +15,15 @@ import re
 from typing import Any
 
 from hassil.expression import Alternative, Expression, ListReference, Permutation, RuleReference, Sentence, TextChunk
-from hassil.intents import Intents
+from hassil.intents import Intents, TextSlotList
+from hassil.sample import sample_expression
 from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
 
 from .core.home import HomeEntity
 from .core.policy import base_language
-from .core.requested import KINDS, Named, named_in
+from .core.requested import KINDS, LevelWords, Named, floors_by_level, named_in
 
 # HA's intents that ask and change nothing: a request recognised as one is a question.
 QUESTION_INTENTS = frozenset(
@@ -104,6 +105,8 @@ class Recognized:
     values: dict[str, Any] = field(default_factory=dict)
     # The words of the request each slot was read from ("the kitchen" for the area).
     texts: dict[str, str] = field(default_factory=dict)
+    # Unrecognised: what its words say of kinds and places (see `Said`).
+    said: Said | None = None
 
     @property
     def services(self) -> tuple[frozenset[str], ...]:
@@ -152,15 +155,94 @@ async def async_recognize(
             loaded.intents,
             await hass.async_add_executor_job(first_words, loaded.intents),
         )
-    return Recognized(None, {}, words[1].asks(utterance), words[1].likely(utterance))
+    return Recognized(
+        None, {}, words[1].asks(utterance), words[1].likely(utterance), said=words[1].said(utterance, language)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """What the words of a request HA's sentences do not read say of kinds of device and
+    places, in its language: "Mach alle Lichter im ganzen Haus aus", "Unten alle Lampen
+    aus", "Coupe toutes les lumières" (the 0.5B switched one light, or read an area)."""
+
+    text: str  # casefolded
+    kinds: tuple[str, ...]  # BotPsy's kinds (`requested.KINDS`)
+    every: bool  # every one of them ("alle", "toutes", "todas", "überall")
+    levels: LevelWords | None  # how the language says floors by where they are
+
+    def named(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
+        """`named` (the names and areas said) with the kinds said, and the floor said by
+        where it is; unchanged where no kind is said or a device is named."""
+        if not self.kinds or named.entity_ids:
+            return named
+        floors = named.floors
+        if not (floors or named.areas) and self.levels is not None:
+            floors = floors_by_level(self.text, entities, here, self.levels)
+        return replace(
+            named,
+            floors=floors,
+            kinds=self.kinds,
+            domains=None,
+            every=self.every,
+            anywhere=self.every and not (named.areas or floors),
+            partly=frozenset(),
+            closest=frozenset(),
+        )
+
+
+# Words for lights and fans, which HA's sentences spell inside each intent's own rules (its
+# kinds of cover come from its `cover_classes` list).
+_KIND_WORDS: dict[str, dict[str, str]] = {
+    "de": {
+        **dict.fromkeys(("licht", "lichter", "leuchte", "leuchten", "beleuchtung"), "light"),
+        **dict.fromkeys(("lampe", "lampen"), "lamp"),
+        **dict.fromkeys(("ventilator", "ventilatoren", "lüfter"), "fan"),
+    },
+    "fr": {
+        **dict.fromkeys(("lumière", "lumières", "éclairage", "éclairages", "ampoule", "ampoules"), "light"),
+        **dict.fromkeys(("lampe", "lampes"), "lamp"),
+        **dict.fromkeys(("ventilateur", "ventilateurs", "ventilo", "ventilos"), "fan"),
+    },
+    "es": {
+        **dict.fromkeys(("luz", "luces", "bombilla", "bombillas", "foco", "focos"), "light"),
+        **dict.fromkeys(("lámpara", "lámparas"), "lamp"),
+        **dict.fromkeys(("ventilador", "ventiladores"), "fan"),
+    },
+}
+# Words that ask for every device of a kind.
+_EVERY_WORDS: dict[str, re.Pattern[str]] = {
+    "de": re.compile(r"\b(?:alle[nrs]?|sämtliche[nrs]?|ganze[nrs]?|gesamte[nrs]?|komplett|überall|beide[n]?)\b"),
+    "fr": re.compile(r"\b(?:tous|toutes|partout|les deux|entièrement|complètement)\b"),
+    "es": re.compile(r"\b(?:todas|todos|toda|ambas|ambos|completamente)\b"),
+}
+# Floors by where they are, by language.
+_LEVEL_WORDS: dict[str, LevelWords] = {
+    "de": LevelWords(
+        ground=re.compile(r"\berdgeschoss\b"),
+        basement=re.compile(r"\bkeller\b"),
+        down=re.compile(r"\bunten\b"),
+        up=re.compile(r"\boben\b"),
+    ),
+    "fr": LevelWords(
+        ground=re.compile(r"\brez[- ]de[- ]chaussée\b"),
+        basement=re.compile(r"\bsous[- ]sol\b"),
+        down=re.compile(r"\ben bas\b"),
+        up=re.compile(r"\ben haut\b|\bà l'étage\b"),
+    ),
+    "es": LevelWords(
+        ground=re.compile(r"\bplanta baja\b"),
+        basement=re.compile(r"\bsótano\b"),
+        down=re.compile(r"\babajo\b"),
+        up=re.compile(r"\barriba\b"),
+    ),
+}
+# HA's cover device classes that BotPsy's kinds call otherwise.
+_KIND_OF_CLASS = {"garage": "garage door"}
 
 
 # Per language: the intents HA loaded, and the first words of their sentences.
 _FIRST_WORDS: dict[str, tuple[Intents, FirstWords]] = {}
-
-
-# HA's cover device classes that BotPsy's kinds call otherwise.
-_KIND_OF_CLASS = {"garage": "garage door"}
 
 
 def named_by_slots(slots: dict[str, str], entities: tuple[HomeEntity, ...], intent: str | None = None) -> Named | None:
@@ -257,6 +339,8 @@ def named_parts(
     for text, reading in parts:
         part = named_by_slots(reading.slots, entities, reading.intent) if reading and reading.intent else None
         part = part or named_in(text, entities, here=here, whole=False)
+        if reading is not None and reading.said is not None:
+            part = reading.said.named(part, entities, here)
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
         services = (asked_services(text, reading) if reading else ()) or services
@@ -290,6 +374,23 @@ class FirstWords:
     # Each action sentence's first and last words, by intent ("{name}" for a name;
     # "*schalten" may end a longer word): "Küche Deckenlampe aus" is a "{name} … aus".
     sentences: dict[str, tuple[tuple[frozenset[str], frozenset[str]], ...]] = field(default_factory=dict)
+    # The words for kinds of device, longest first ("portes de garage" before "portes").
+    kind_words: tuple[tuple[str, str], ...] = ()
+
+    def said(self, utterance: str, language: str) -> Said:
+        """What the request's words say of kinds and places (see `Said`)."""
+        text = utterance.casefold()
+        rest, kinds = text, list[str]()
+        for words, kind in self.kind_words:
+            if words not in rest:
+                continue
+            phrase = re.compile(rf"(?<!\w){re.escape(words)}(?!\w)")
+            if phrase.search(rest):
+                rest = phrase.sub(" ", rest)
+                kinds.append(kind)
+        every = _EVERY_WORDS.get(base_language(language))
+        said = tuple(dict.fromkeys(kinds))
+        return Said(text, said, bool(every and every.search(text)), _LEVEL_WORDS.get(base_language(language)))
 
     def _first(self, utterance: str) -> str:
         """The request's first word past the skipped ones."""
@@ -372,9 +473,24 @@ def first_words(intents: Intents) -> FirstWords:
     skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in intents.skip_words}, key=len, reverse=True)
     intents_words = {i: frozenset(words) for i, words in by_intent.items()}
     by_sentence = {i: tuple(pairs) for i, pairs in sentences.items()}
+    skipping = tuple(w for w in skipped if w)
     return FirstWords(
-        frozenset(actions), frozenset(questions), tuple(w for w in skipped if w), intents_words, by_sentence
+        frozenset(actions), frozenset(questions), skipping, intents_words, by_sentence, _kind_words(intents)
     )
+
+
+def _kind_words(intents: Intents) -> tuple[tuple[str, str], ...]:
+    """The words for kinds of device in the language of `intents`: those of its cover
+    classes (HA's `cover_classes` list), and BotPsy's for lights and fans; longest first."""
+    words = dict(_KIND_WORDS.get(base_language(intents.language), {}))
+    classes = intents.slot_lists.get("cover_classes")
+    for value in classes.values if isinstance(classes, TextSlotList) else ():
+        out = value.value_out[0] if isinstance(value.value_out, list) else value.value_out
+        kind = _KIND_OF_CLASS.get(str(out), str(out))
+        if kind in KINDS:
+            for text in sample_expression(value.text_in):
+                words.setdefault(" ".join(text.casefold().split()), kind)
+    return tuple(sorted(words.items(), key=lambda item: len(item[0]), reverse=True))
 
 
 def _edge(

@@ -196,6 +196,8 @@ class Scope:
             # BotPsy's word rules read English: HA's intent matching reads this language
             # (what it names, and whether it asks); unrecognised, the names said and a
             # question mark.
+            if recognized is not None and recognized.said is not None:
+                named = recognized.said.named(named, toolbox.home.entities, here)
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
             joined = len(joined_parts(utterance, language)) > 1
             return cls(

@@ -12,7 +12,7 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.home import HomeEntity
-from custom_components.botpsy.core.requested import Named
+from custom_components.botpsy.core.requested import Named, named_in
 from custom_components.botpsy.language import (
     INTENT_SERVICES,
     VALUE_SERVICES,
@@ -137,6 +137,46 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
     assert words.likely("Schalte den Handtuchwärmer ein") == {"HassTurnOn"}
     assert words.likely("Küche Deckenlampe ausschalten") == {"HassTurnOff"}  # not "führe … aus"
     assert words.likely("Mach die Lampe heller") == {"HassTurnOff", "HassTurnOn"}  # the first word alone
+
+
+def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
+    """Where HA's sentences do not read the request, its words still say the kind, "all"
+    and the floor by where it is (the 0.5B switched one light, or read an area's states)."""
+    intents = Intents.from_dict(
+        {
+            "language": "de",
+            "intents": {"HassTurnOff": {"data": [{"sentences": ["schalte {name} aus"]}]}},
+            "lists": {
+                "name": {"values": ["x"]},
+                "cover_classes": {
+                    "values": [
+                        {"in": "(Rollladen|Rollläden)", "out": "shutter"},
+                        {"in": "Vorh(a|ä)ng[e]", "out": "curtain"},
+                    ]
+                },
+            },
+        }
+    )
+    words = first_words(intents)
+    home = (
+        HomeEntity("light.kuche", "Deckenlampe Küche", area="Küche", floor="EG", floor_level=0),
+        HomeEntity("light.bett", "Nachttischlampe", area="Schlafzimmer", floor="OG", floor_level=1),
+        HomeEntity("cover.wohnzimmer", "Rollladen Wohnzimmer", area="Wohnzimmer", floor="EG", device_class="shutter"),
+        HomeEntity(
+            "cover.schlafzimmer", "Schlafzimmervorhang", area="Schlafzimmer", floor="OG", device_class="curtain"
+        ),
+        HomeEntity("switch.kaffee", "Kaffeemaschine", area="Küche", floor="EG", floor_level=0),
+    )
+
+    def fitting(text: str) -> set[str]:
+        named = words.said(text, "de").named(named_in(text, home), home, None)
+        assert named.all_that_fit, text
+        return {e.entity_id for e in home if named.fits(e)}
+
+    assert fitting("Mach alle Lichter im ganzen Haus aus") == {"light.kuche", "light.bett"}
+    assert fitting("Unten alle Lampen aus") == {"light.kuche"}
+    assert fitting("Mach im Schlafzimmer das ganze Licht aus") == {"light.bett"}
+    assert fitting("Schließ alle Rollläden und Vorhänge") == {"cover.wohnzimmer", "cover.schlafzimmer"}
 
 
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:

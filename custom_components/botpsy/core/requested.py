@@ -467,11 +467,26 @@ def _without(text: str, places: Mapping[str, tuple[str, ...]]) -> str:
     return text
 
 
-# Floors said by where they are (HA's own sentences have no such words).
-_DOWNSTAIRS = re.compile(r"\b(?:downstairs|down stairs)\b")
-_UPSTAIRS = re.compile(r"\b(?:upstairs|up stairs)\b")
-_GROUND_FLOOR = re.compile(r"\b(?:ground|main|entry) (?:floor|level)\b")
-_BASEMENT = re.compile(r"\b(?:basement|cellar)\b")
+@dataclass(frozen=True, slots=True)
+class LevelWords:
+    """How a language says floors by where they are (HA's own sentences have no such words)."""
+
+    ground: re.Pattern[str]  # level 0
+    basement: re.Pattern[str]  # the lowest below it
+    down: re.Pattern[str]  # the floor below the one the request was heard on
+    up: re.Pattern[str]  # ... above it
+
+    def said(self, text: str) -> bool:
+        """Whether `text` says a floor this way."""
+        return any(p.search(text) for p in (self.ground, self.basement, self.down, self.up))
+
+
+ENGLISH_LEVELS = LevelWords(
+    ground=re.compile(r"\b(?:ground|main|entry) (?:floor|level)\b"),
+    basement=re.compile(r"\b(?:basement|cellar)\b"),
+    down=re.compile(r"\b(?:downstairs|down stairs)\b"),
+    up=re.compile(r"\b(?:upstairs|up stairs)\b"),
+)
 # A floor's level from its name, where HA has none: "Ground Floor" is 0, "Basement" -1.
 _LEVEL_NAMES = (
     (re.compile(r"\b(?:ground|main|downstairs|entry)\b"), 0),
@@ -488,11 +503,13 @@ def _level(entity: HomeEntity) -> int | None:
     return next((level for pattern, level in _LEVEL_NAMES if pattern.search(names)), None)
 
 
-def _floors_by_level(text: str, entities: tuple[HomeEntity, ...], here: str | None) -> frozenset[str]:
+def floors_by_level(
+    text: str, entities: tuple[HomeEntity, ...], here: str | None, words: LevelWords = ENGLISH_LEVELS
+) -> frozenset[str]:
     """The floors `text` names by where they are: "downstairs" is the floor below the one
     the request was heard on (the ground floor if that is not known), "upstairs" the floor
     above it, "the ground floor" level 0, "the basement" the lowest below it."""
-    if not (_GROUND_FLOOR.search(text) or _BASEMENT.search(text) or _DOWNSTAIRS.search(text) or _UPSTAIRS.search(text)):
+    if not words.said(text):
         return frozenset()
     levels: dict[int, set[str]] = {}
     for entity in entities:
@@ -502,14 +519,14 @@ def _floors_by_level(text: str, entities: tuple[HomeEntity, ...], here: str | No
         return frozenset()
     here_level = next((_level(e) for e in entities if here and e.area == here and e.floor), None)
     wanted: int | None = None
-    if _GROUND_FLOOR.search(text):
+    if words.ground.search(text):
         wanted = 0
-    elif _BASEMENT.search(text):
+    elif words.basement.search(text):
         wanted = min((level for level in levels if level < 0), default=None)
-    elif _DOWNSTAIRS.search(text):
+    elif words.down.search(text):
         below = [level for level in levels if here_level is not None and level < here_level]
         wanted = max(below) if below else (0 if here_level is None else None)
-    elif _UPSTAIRS.search(text):
+    elif words.up.search(text):
         above = [level for level in levels if level > (0 if here_level is None else here_level)]
         wanted = min(above, default=None)
     return frozenset(levels.get(wanted, ())) if wanted is not None else frozenset()
@@ -561,7 +578,7 @@ def named_in(
     named = frozenset(found)
     area_names = {e.area: e.area_aliases for e in entities if e.area}
     areas = _said_of(text, area_names)
-    floors = _said_of(text, {e.floor: e.floor_aliases for e in entities if e.floor}) or _floors_by_level(
+    floors = _said_of(text, {e.floor: e.floor_aliases for e in entities if e.floor}) or floors_by_level(
         _without(text, {a: area_names[a] for a in areas}), entities, here
     )
     # The longest kind first ("garage door" before "door").
