@@ -157,7 +157,13 @@ def _targets(toolbox: Toolbox, named: Named, domains: Iterable[str] = ()) -> lis
     if named.entity_ids and not (named.kinds or named.areas or named.floors):
         return [e for e in actionable if e.entity_id in named.entity_ids]
     if named.kinds:
-        return [e for e in actionable if named.fits(e)]
+        fitting = [e for e in actionable if named.fits(e)]
+        if named.all_that_fit or len(fitting) < 2:
+            return fitting
+        # A kind said of one device ("I meant the lamp by the sofa"): the one its words
+        # name best, if one; else the model reads it (it switched every light on).
+        closest = [e for e in fitting if e.entity_id in named.closest]
+        return closest if len(closest) == 1 else []
     if named.areas or named.floors:
         return [e for e in actionable if named.fits(e) and e.domain in set(domains)]
     return []

@@ -23,7 +23,7 @@ from homeassistant.core import Context, HomeAssistant
 
 from .core.home import HomeEntity
 from .core.policy import base_language
-from .core.requested import KINDS, LevelWords, Named, floors_by_level, named_in
+from .core.requested import KINDS, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
 
 # HA's intents that ask and change nothing: a request recognised as one is a question.
 QUESTION_INTENTS = frozenset(
@@ -310,12 +310,6 @@ def read_in_language(
 
 # A value said with its unit ("à 20 %", "auf 21 Grad", "al 50 por ciento").
 _VALUE = re.compile(r"\d\s*(?:%|°|degr|grad|pour ?cent|prozent|por ?ciento|per ?cento|por ?cento|percent)", re.I)
-# The services that set a value: a level, a temperature, a position, a volume, a speed.
-VALUE_SERVICES = (
-    frozenset(
-        {"turn_on", "set_temperature", "set_cover_position", "set_valve_position", "volume_set", "set_percentage"}
-    ),
-)
 
 
 def asked_services(text: str, reading: Recognized) -> tuple[frozenset[str], ...]:

@@ -214,7 +214,9 @@ class Scope:
             )
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
-        asked_on = read_before and utterance.rstrip().endswith("?") and not says_an_action(utterance)
+        # "Sorry, I meant Monday" after a reading corrects the question, not an action.
+        asked_again = utterance.rstrip().endswith("?") or is_correction(utterance)
+        asked_on = read_before and asked_again and not says_an_action(utterance)
         asked_on = asked_on and named.entity_ids <= set(last)
         question = is_question(utterance) or asked_on
         # The one forecast, calendar or list that turn read.
@@ -267,6 +269,9 @@ class Scope:
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
             # Its words say the kind ("what's it like outside?"), whatever "it" was before.
             fitting = [e for e in holders if e.domain in self.named.domains]
+        elif named.nothing and _LATER.search(self.utterance) and _FORECAST.search(self.utterance):
+            # "What's the lowest it'll get over the next few days?": what a forecast tells.
+            fitting = [e for e in holders if e.domain == "weather"]
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
             if len(fitting) != len(self.named.entity_ids):
@@ -282,7 +287,13 @@ class Scope:
 
 
 # Words of a question about what comes later, which a forecast or a calendar tells.
-_LATER = re.compile(r"\b(?:will|going to|that day|then|after that|tomorrow|tonight|later|next|weekend)\b", re.I)
+_LATER = re.compile(
+    r"\b(?:will|going to|that day|then|after that|tomorrow|tonight|later|next|weekend|this week"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|'ll\b",
+    re.I,
+)
+# ... and words of what a forecast tells of it.
+_FORECAST = re.compile(r"\b(?:cold|warm|hot|low|high|freez|frost|degree|temperature)\w*", re.I)
 # Domains whose entities hold what their state does not tell (items, a forecast, events).
 CONTENT_DOMAINS = frozenset({"todo", "calendar", "weather"})
 

@@ -31,6 +31,10 @@ from custom_components.botpsy.core.policy import (
         "show me the temperature in the kitchen",
         "By the way, how humid is the bathroom?",
         "oh, quick question, is the kettle on?",
+        # Asking to be read something: the 0.5B ticked "me" off the shopping list.
+        "Read me the shopping list",
+        "could you read me tomorrow's appointments",
+        "List the garden jobs",
     ],
 )
 def test_questions_are_questions(text: str) -> None:
@@ -47,6 +51,7 @@ def test_questions_are_questions(text: str) -> None:
         "Hey, turn on the light",
         "so, open the blinds",
         "Will you close the garage?",
+        "Reading light on",
     ],
 )
 def test_requests_are_not_questions(text: str) -> None:

@@ -65,14 +65,17 @@ def test_a_question_about_a_list_a_forecast_or_a_calendar_is_answered_with_what_
         "state": "2",
         "items": [{"summary": "Eggs"}, {"summary": "Tea"}],
     }
-    assert describe_states([{"state": items}]) == "Shopping: Eggs, Tea."
+    assert describe_states([{"state": items}]) == "Shopping, 2 items: Eggs, Tea."
     assert describe_states([{"state": {**items, "items": []}}]) == "Shopping has nothing on it."
     events = [
-        {"summary": "Dentist", "start": "2026-12-03T09:00:00+01:00"},
+        {"summary": "Dentist", "start": "2026-12-03T09:00:00+01:00", "end": "2026-12-03T09:45:00+01:00"},
         {"summary": "Birthday", "start": "2026-12-05"},
     ]
     family = {"entity_id": "calendar.family", "name": "Family", "state": "off", "events": events}
-    assert describe_states([{"state": family}]) == "Family: Dentist on Thu 03 Dec at 09:00; Birthday on Sat 05 Dec."
+    assert (
+        describe_states([{"state": family}])
+        == "Family: Dentist on Thu 03 Dec at 09:00 until 09:45; Birthday on Sat 05 Dec."
+    )
     forecast = [{"datetime": "2026-12-03T12:00:00+00:00", "condition": "rainy", "temperature": 9, "templow": 4,
                  "precipitation_probability": 80}]  # fmt: skip
     home = {"entity_id": "weather.home", "name": "Home", "state": "cloudy", "temperature": 11, "forecast": forecast}

@@ -453,6 +453,12 @@ VERB_TOOLS = (
         # A value said, or no verb of the kind: the model chooses among them all.
         ("open the water valve to 20 %", {"valve.open_valve", "valve.set_valve_position", "get_state"}),
         ("lower the den thermostat", {"climate.turn_off", "climate.set_temperature"}),
+        # A value said with no verb of ours is set (the 0.5B switched the thermostat off).
+        ("turn the den thermostat down to 18", {"climate.set_temperature"}),
+        (
+            "turn the speaker up to 40 percent",
+            {"media_player.turn_off", "media_player.volume_mute", "media_player.media_pause"},
+        ),
         ("turn on the speaker", {"media_player.turn_off", "media_player.volume_mute", "media_player.media_pause"}),
         # Each part of a request for several things by its own verb.
         ("turn off the speaker and open the water valve", {"media_player.turn_off", "valve.open_valve", "get_state"}),

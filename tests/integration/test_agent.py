@@ -776,6 +776,20 @@ async def test_a_correction_naming_the_wrong_one_does_the_right_one(
     assert speech.startswith("Put back. Kitchen Lights: off → on") and engine.requests == []
 
 
+async def test_a_correction_naming_a_kind_does_not_act_on_every_one_of_it(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "Wrong light, I meant the one over the table": the wrong one is put back, and the
+    one meant is asked about (before, the turn's action ran on every light)."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    before = device_states(hass)
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "Wrong light, I meant the one over the table", conversation_id)
+    assert speech.startswith("Put back. Kitchen Lights: off → on") and "Which light do you mean: " in speech
+    assert device_states(hass) == {**before, "light.kitchen_lights": "on"} and engine.requests == []
+
+
 async def test_a_sensor_state_is_said_as_ha_says_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """A moisture sensor's "on" is "wet" (HA's own words for its device class), not "on"."""
     wet = hass.states.get("binary_sensor.basement_floor_wet")

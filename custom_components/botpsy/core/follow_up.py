@@ -212,7 +212,7 @@ def _data(call: ToolCall) -> str:
 
 
 # "No, not the fan, the sofa lamp": the part that names the wrong device.
-_NOT_THAT = re.compile(r"\bnot (?:the |that |this |my )?[\w' -]+?(?:,\s*|\s+but\s+|$)", re.IGNORECASE)
+_NOT_THAT = re.compile(r"\b(?:not (?:the |that |this |my )?|wrong )[\w' -]+?(?:,\s*|\s+but\s+|$)", re.IGNORECASE)
 
 
 def meant(text: str) -> str:

@@ -140,8 +140,8 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 _ASKING = re.compile(
-    r"^\s*(?:(?:can|could|would|will) you (?:please )?(?:tell|show|let) me|tell me|show me|let me know|"
-    r"do you know|i (?:want|would like|'d like) to know|i wonder)\b",
+    r"^\s*(?:(?:can|could|would|will) you (?:please )?(?:tell|show|let|read) me|tell me|show me|let me know|"
+    r"do you know|i (?:want|would like|'d like) to know|i wonder|read\b|list (?:the|my|all|every)\b)",
     re.IGNORECASE,
 )
 

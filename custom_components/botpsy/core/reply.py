@@ -124,9 +124,18 @@ def _contents(name: Any, state: Mapping[str, Any]) -> str | None:
     if isinstance(items := state.get("items"), list):
         summaries = [str(i.get("summary")) for i in items if isinstance(i, Mapping) and i.get("summary")]
         more = f" and {state['items_more']} more" if state.get("items_more") else ""
-        return f"{name}: {', '.join(summaries)}{more}." if summaries else f"{name} has nothing on it."
+        if not summaries:
+            return f"{name} has nothing on it."
+        # How many too ("how many things are on it?"): the list's state is the count.
+        count = str(state.get("state", ""))
+        head = f"{name}, {count} item{'' if count == '1' else 's'}" if count.isdigit() else str(name)
+        return f"{head}: {', '.join(summaries)}{more}."
     if isinstance(events := state.get("events"), list):
-        said = [f"{e.get('summary')} {_when(e.get('start'))}" for e in events if isinstance(e, Mapping)]
+        said = [
+            f"{e.get('summary')} {_when(e.get('start'))}{_until(e.get('start'), e.get('end'))}"
+            for e in events
+            if isinstance(e, Mapping)
+        ]
         return f"{name}: {'; '.join(said)}." if said else f"{name} has no events in the next 7 days."
     if isinstance(forecast := state.get("forecast"), list):
         now = f"{name} is {state.get('state')}" + (
@@ -146,6 +155,15 @@ def _when(start: Any) -> str:
         return f"on {datetime.fromisoformat(text):%a %d %b at %H:%M}"
     except ValueError:
         return f"at {text}" if text else ""
+
+
+def _until(start: Any, end: Any) -> str:
+    """When an event of one day ends (" until 17:00"): "when does it finish?"."""
+    try:
+        begins, ends = datetime.fromisoformat(str(start)), datetime.fromisoformat(str(end))
+    except ValueError:
+        return ""
+    return f" until {ends:%H:%M}" if "T" in str(end) and ends.date() == begins.date() else ""
 
 
 def _forecast_day(day: Mapping[str, Any]) -> str:

@@ -327,6 +327,16 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
 _MEDIA_OFF = (frozenset({"media_pause", "media_stop"}), frozenset({"turn_off"}))
 # A value said ("to 30 %", "halfway") is a position or a level, which any verb may set.
 _VALUE = re.compile(r"\d|%|\b(?:percent|half|halfway|bit|little|more|less)\b")
+# ... and said with no verb of ours ("turn the heating up to 21", "turn it down to 40 %"):
+# a service that sets a value (the 0.5B set the heating's mode, or switched the fan off).
+_SET_TO = re.compile(r"\b(?:to|at)\s+(?:\d|a quarter\b|half\b)")
+_NOT_A_LEVEL = re.compile(r"\b(?:channel|track|song|episode|minutes?|hours?|seconds?)\b")
+# The services that set a value: a level, a temperature, a position, a volume, a speed.
+VALUE_SERVICES = (
+    frozenset(
+        {"turn_on", "set_temperature", "set_cover_position", "set_valve_position", "volume_set", "set_percentage"}
+    ),
+)
 
 
 # What is said of an item on a list: it goes on, or is done ("tick that off").
@@ -344,6 +354,8 @@ def _services(text: str) -> tuple[frozenset[str], ...]:
     if _ADD.search(text):
         return LIST_ADD
     said = [services for pattern, services in VERBS if pattern.search(text)]
+    if not said and _SET_TO.search(text) and not _NOT_A_LEVEL.search(text):
+        return VALUE_SERVICES
     if len(said) != 1 or _VALUE.search(text):
         return ()
     if said[0] is _OFF and any(_mentions(text, word) for word in _MEDIA_WORDS):

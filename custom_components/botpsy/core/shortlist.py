@@ -92,6 +92,7 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
         "agenda",
         "plans",
         "anything on",
+        "happening",
     ),
     "sensor": ("temperature", "humidity", "sensor", "power", "energy"),
     "alarm_control_panel": ("alarm", "arm", "disarm"),
