@@ -3,8 +3,10 @@
 BotPsy's word rules (question or command, kinds of device, "all", floors, what a request
 names) are written in English. In another language, HA's intent matching (hassil over
 the sentences of home-assistant-intents, as the built-in agent uses it, with the home's
-exposed names, areas and floors) says whether a request asks or acts and what it names;
-where it recognises nothing, the model reads the request alone.
+exposed names, areas and floors) says whether a request asks or acts and what it names.
+Where it recognises nothing, the first and last words of HA's sentences tell the verb
+(`FirstWords`), the language's words for kinds of device, "all" and floors what it names
+(`Said`), and the model reads the rest.
 """
 
 from __future__ import annotations
