@@ -269,7 +269,11 @@ class Scope:
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
             # Its words say the kind ("what's it like outside?"), whatever "it" was before.
             fitting = [e for e in holders if e.domain in self.named.domains]
-        elif named.nothing and _LATER.search(self.utterance) and _FORECAST.search(self.utterance):
+        elif (
+            not (named.entity_ids or named.areas or named.floors or named.kinds)
+            and _LATER.search(self.utterance)
+            and _FORECAST.search(self.utterance)
+        ):
             # "What's the lowest it'll get over the next few days?": what a forecast tells.
             fitting = [e for e in holders if e.domain == "weather"]
         elif self.named.entity_ids:

@@ -16,6 +16,7 @@ from custom_components.botpsy.core.follow_up import (
     meant,
     relative_call,
     relative_change,
+    says_an_action,
 )
 from custom_components.botpsy.core.home import HomeEntity
 
@@ -166,3 +167,18 @@ def test_the_item_meant_is_the_one_its_words_say() -> None:
     # "It": the item the question before named.
     assert item_meant(shopping, "take it off, I bought some", "Is rye bread on the shopping list?") == "Rye bread"
     assert item_meant(["Oat milk", "Soy milk"], "tick the milk off") is None  # either
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("And on Saturday?", False),  # a day, after reading the calendar
+        ("what about on the patio?", False),
+        ("turn it on?", True),
+        ("switch it on", True),
+        ("lights on in the hall", True),
+        ("and set it to 20?", True),
+    ],
+)
+def test_on_is_a_verb_unless_a_day_or_a_place_follows(text: str, action: bool) -> None:
+    assert says_an_action(text) is action

@@ -909,8 +909,13 @@ async def test_questions_after_a_reading_are_about_what_it_read(hass: HomeAssist
     await ask(hass, "And after that?", conversation_id)
     # A question of what comes later: the forecast it read, not a thermometer.
     await ask(hass, "How cold will it get tomorrow?", conversation_id)
+    await ask(hass, "And on Saturday?", conversation_id)  # "on" a day is no switching on
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
-    assert read[-3:] == [("get_state", weather[0])] * 3 and engine.requests == []
+    assert read[-4:] == [("get_state", weather[0])] * 4 and engine.requests == []
+    # Asked afresh, what the next days will be like is the forecast too.
+    _speech, conversation_id = await ask(hass, "What's the lowest it'll get over the next few days?")
+    read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
+    assert read == [("get_state", weather[0])] and engine.requests == []
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
 
 
