@@ -136,6 +136,7 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         # The device that was wrong, then the one meant.
         ("No, not the fan, the sofa lamp", False, True),
         ("Not the mirror, the towel heater", False, True),
+        ("Not the lounge, I wanted the bedroom blinds", False, True),
         ("not the bedroom lights but the hallway", False, False),  # no device after it said as one
         ("Cancel that", True, False),
         ("cancel that timer for me", False, False),

@@ -97,8 +97,8 @@ _CORRECTION = re.compile(
     # "Wrong one, I wanted the nook lamp"; "no no, the window shade".
     r"|(?:wrong (?:one|light|lamp|device)|that's the wrong one)\b"
     r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
-    # "Not the mirror, the towel heater".
-    r"|not (?:the|that|this|my) [\w' -]+?,\s*(?:but |i meant )?(?:the|my) \w)",
+    # "Not the mirror, the towel heater"; "not the lounge, I wanted the bedroom blinds".
+    r"|not (?:the|that|this|my) [\w' -]+?,\s*(?:but |i (?:meant|mean|wanted|want|said) )?(?:the|my) \w)",
     re.IGNORECASE,
 )
 
