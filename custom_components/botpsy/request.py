@@ -46,10 +46,10 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.follow_up import says_an_action
+from .core.follow_up import meant, says_an_action
 from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
 from .core.reply import describe, describe_states
-from .core.requested import Named, named_in
+from .core.requested import NAMES_NOTHING, Named, named_in
 from .core.shortlist import shortlist
 from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
@@ -69,7 +69,7 @@ from .prompt_builder import RoundCalls
 from .service_calls import async_check, intent_outcome, intent_successes
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
-from .undo import async_undo
+from .undo import async_undo, last_changes
 
 if TYPE_CHECKING:
     from .entity import BotPsyLLMEntity
@@ -87,7 +87,12 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     context = _context(chat_log)
-    undone = await async_undo(agent.hass, chat_log, context) if is_correction(utterance) else None
+    correction = is_correction(utterance)
+    # ... and, where it says another device and no action of its own ("wrong lamp, I
+    # meant the one by the sofa"), the devices it acted on are not the one meant.
+    other = correction and not says_an_action(meant(utterance))
+    wrong = frozenset(str(c["entity_id"]) for c in last_changes(chat_log)[0]) if other else frozenset()
+    undone = await async_undo(agent.hass, chat_log, context) if correction else None
     llm_context = chat_log.llm_api.llm_context if chat_log.llm_api else None
     prefer_local = bool(agent.subentry.data.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS))
     # HA's intent matching reads the request where BotPsy's word rules cannot, and where
@@ -105,13 +110,15 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     )
     heard = await async_heard(agent.hass, Heard(utterance, language, recognized, llm_context, context))
     scope = Scope.of(agent.hass, chat_log, heard)
+    scope.wrong = wrong
+    scope.entity_ids = [e for e in scope.entity_ids if e not in wrong]
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     # What HA's own sentences read exactly is done as they read it (see `exact`); a
     # follow-up that the turn before says exactly, as it says it (see `follow_ups`).
     exact = await async_exact_request(agent.hass, scope.toolbox, heard) if prefer_local and not scope.answers else None
     if exact is None and not scope.answers and not (recognized and recognized.question):
-        exact = follow_up_calls(agent.hass, chat_log, scope, correction=is_correction(utterance))
+        exact = follow_up_calls(agent.hass, chat_log, scope, correction=correction)
     # A question HA's sentences read exactly gets HA's own answer (see `exact`).
     reply = await async_exact_answer(agent.hass, chat_log, heard) if prefer_local and not exact else None
     if reply is None and not exact:
@@ -161,6 +168,8 @@ class Scope:
     answers: bool = False
     # The forecast, calendar or list the turn before read, if that is all it did.
     holder_read: str | None = None
+    # Of a correction: the devices the turn before acted on, which were not the ones meant.
+    wrong: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -187,6 +196,9 @@ class Scope:
             # what the request before it named, narrowed by the answer.
             answer = _answer_to_which(toolbox, earlier[-1], utterance, here, recent)
             named = answer or named
+        elif last and is_correction(utterance) and named_in(meant(utterance), toolbox.home.entities).nothing:
+            # "Wrong one, I meant the one over the table": another device of the kind acted on.
+            named = replace(NAMES_NOTHING, domains=frozenset(e.partition(".")[0] for e in last))
         elif named.nothing and earlier:
             # Names nothing and points at nothing ("turn them off"): about the turns before.
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
@@ -287,7 +299,8 @@ class Scope:
     def refuses(self, call: ToolCall, named: Named) -> bool:
         """Whether `call` may not run: an action for a question, or on a device that does
         not fit what the request (or the part of it being done) names."""
-        return (self.question and self.toolbox.writes(call.name)) or self.toolbox.unfit(call, named)
+        wrong = str(call.arguments.get("entity_id")) in self.wrong and self.toolbox.writes(call.name)
+        return (self.question and self.toolbox.writes(call.name)) or wrong or self.toolbox.unfit(call, named)
 
 
 # Words of a question about what comes later, which a forecast or a calendar tells.

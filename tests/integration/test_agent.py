@@ -776,18 +776,23 @@ async def test_a_correction_naming_the_wrong_one_does_the_right_one(
     assert speech.startswith("Put back. Kitchen Lights: off → on") and engine.requests == []
 
 
-async def test_a_correction_naming_a_kind_does_not_act_on_every_one_of_it(
+async def test_a_correction_naming_another_device_never_acts_on_the_wrong_one(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:
-    """ "Wrong light, I meant the one over the table": the wrong one is put back, and the
-    one meant is asked about (before, the turn's action ran on every light)."""
-    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    """ "Wrong light, I meant the one over the table": the wrong one put back, and the model
+    (which chose it again: the 0.5B did) is offered any other light but not that one.
+    Before, the turn's action ran again on every light."""
+    kitchen_off = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    script(agent, kitchen_off)
     _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
-    before = device_states(hass)
-    engine = script(agent)
+    ceiling_off = XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"}))
+    engine = script(agent, ceiling_off)
     speech, _conversation_id = await ask(hass, "Wrong light, I meant the one over the table", conversation_id)
-    assert speech.startswith("Put back. Kitchen Lights: off → on") and "Which light do you mean: " in speech
-    assert device_states(hass) == {**before, "light.kitchen_lights": "on"} and engine.requests == []
+    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.office_rgbw_lights").state == "on"  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert "light.ceiling_lights" in grammar and "light.kitchen_lights" not in grammar
 
 
 async def test_a_sensor_state_is_said_as_ha_says_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
