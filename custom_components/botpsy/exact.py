@@ -70,7 +70,7 @@ class Heard:
     llm_context: llm.LLMContext | None
     context: Context | None = None
     # A request HA's sentences do not read whole, joining several ("X and Y"): each part,
-    # with HA's reading of it (see `async_read_parts`).
+    # with HA's reading of it (see `_async_read_parts`).
     parts: tuple[tuple[str, Recognized | None], ...] = ()
 
 
@@ -108,10 +108,10 @@ async def async_heard(hass: HomeAssistant, heard: Heard) -> Heard:
     several requests that they read apart."""
     if heard.recognized is None or heard.recognized.intent is not None:
         return heard
-    return replace(heard, parts=await async_read_parts(hass, heard))
+    return replace(heard, parts=await _async_read_parts(hass, heard))
 
 
-async def async_read_parts(hass: HomeAssistant, heard: Heard) -> tuple[tuple[str, Recognized | None], ...]:
+async def _async_read_parts(hass: HomeAssistant, heard: Heard) -> tuple[tuple[str, Recognized | None], ...]:
     """The parts a request joins ("X and Y", "X, then Y"), each with HA's reading of it as
     an action (its intent, or unrecognised: the intents its first word starts; None for
     a question); none where it joins nothing."""

@@ -109,9 +109,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         else None
     )
     heard = await async_heard(agent.hass, Heard(utterance, language, recognized, llm_context, context))
-    scope = Scope.of(agent.hass, chat_log, heard)
-    scope.wrong = wrong
-    scope.entity_ids = [e for e in scope.entity_ids if e not in wrong]
+    scope = Scope.of(agent.hass, chat_log, heard, wrong)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     # What HA's own sentences read exactly is done as they read it (see `exact`); a
@@ -177,9 +175,12 @@ class Scope:
         hass: HomeAssistant,
         chat_log: conversation.ChatLog,
         heard: Heard,
+        wrong: frozenset[str] = frozenset(),
     ) -> Scope:
-        """What the request `heard` is about in this conversation; a follow-up reads the turns before it too."""
+        """What the request `heard` is about in this conversation; a follow-up reads the
+        turns before it too. `wrong`: the devices a correction says were not meant."""
         utterance, language, recognized = heard.utterance, heard.language, heard.recognized
+        correction = is_correction(utterance)
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # "Turn it off", "make them dimmer": what the latest turn about any device was about.
@@ -187,7 +188,8 @@ class Scope:
         last = next((found for turn in reversed(before) if (found := [e for c in turn for e in _devices_of(c)])), [])
         # A follow-up ("and the other one?") is about what the last turns named too.
         earlier = [c.content for c in chat_log.content if isinstance(c, conversation.UserContent)][-3:-1]
-        entity_ids = list(shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent))
+        shortlisted = shortlist(toolbox.home.entities, " ".join([*earlier, utterance]), recent=recent)
+        entity_ids = [e for e in shortlisted if e not in wrong]
         here = _area_of_device(hass, chat_log)
         named = named_in(utterance, toolbox.home.entities, here=here, recent=last)
         answer = None
@@ -196,7 +198,7 @@ class Scope:
             # what the request before it named, narrowed by the answer.
             answer = _answer_to_which(toolbox, earlier[-1], utterance, here, recent)
             named = answer or named
-        elif last and is_correction(utterance) and named_in(meant(utterance), toolbox.home.entities).nothing:
+        elif last and correction and named_in(meant(utterance), toolbox.home.entities).nothing:
             # "Wrong one, I meant the one over the table": another device of the kind acted on.
             named = replace(NAMES_NOTHING, domains=frozenset(e.partition(".")[0] for e in last))
         elif named.nothing and earlier:
@@ -223,18 +225,29 @@ class Scope:
                 parts=() if question or answer else named_parts(heard.parts, toolbox.home.entities, here),
                 here=here,
                 answers=bool(answer),
+                wrong=wrong,
             )
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
         # "Sorry, I meant Monday" after a reading corrects the question, not an action.
-        asked_again = utterance.rstrip().endswith("?") or is_correction(utterance)
+        asked_again = utterance.rstrip().endswith("?") or correction
         asked_on = read_before and asked_again and not says_an_action(utterance)
         asked_on = asked_on and named.entity_ids <= set(last)
         question = is_question(utterance) or asked_on
         # The one forecast, calendar or list that turn read.
         holders = {e for e in last if e.partition(".")[0] in CONTENT_DOMAINS}
         holder = next(iter(holders)) if read_before and len(set(last)) == len(holders) == 1 else None
-        return cls(utterance, toolbox, entity_ids, named, question, here=here, answers=bool(answer), holder_read=holder)
+        return cls(
+            utterance,
+            toolbox,
+            entity_ids,
+            named,
+            question,
+            here=here,
+            answers=bool(answer),
+            holder_read=holder,
+            wrong=wrong,
+        )
 
     def early_answer(self) -> str | None:
         """The answer given without the model, to a request for an action that no device

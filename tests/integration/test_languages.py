@@ -12,10 +12,9 @@ from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.home import HomeEntity
-from custom_components.botpsy.core.requested import Named, named_in
+from custom_components.botpsy.core.requested import VALUE_SERVICES, Named, named_in
 from custom_components.botpsy.language import (
     INTENT_SERVICES,
-    VALUE_SERVICES,
     Recognized,
     first_words,
     named_by_slots,
