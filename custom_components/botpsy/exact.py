@@ -132,17 +132,21 @@ async def _async_read_part(hass: HomeAssistant, part: str, verb: str, heard: Hea
     """HA's reading of one part as an action: with the verb of the part before it ("the
     kettle" after "turn on the hall light"; that verb's last word, an article, left out
     where the part brings its own), else as said. The verb comes first: HA reads a bare
-    name as switching it on. Unrecognised, as first tried (what its verb starts)."""
+    name as switching it on. Unrecognised: what its own verb starts, else what the verb
+    before it starts ("éteins la guirlande" after "ouvre les volets" is no opening)."""
     tried = [f"{verb} {part}", f"{verb.rsplit(maxsplit=1)[0]} {part}" if " " in verb else ""] if verb else []
     tried.append(part)
     device_id = heard.llm_context.device_id if heard.llm_context else None
     first: Recognized | None = None
+    own: Recognized | None = None
     for number, text in enumerate(filter(None, tried)):
         reading = await async_recognize(hass, text, heard.language, device_id=device_id, context=heard.context)
         if reading is not None and reading.intent is not None:
             return None if reading.question else reading
         first = reading if number == 0 else first
-    return None if first is None or first.question else first
+        own = reading  # the part as said is tried last
+    unread = own if own is not None and own.services else first
+    return None if unread is None or unread.question else unread
 
 
 def _verb_of(part: str, reading: Recognized) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 import re
 from typing import Any
+import unicodedata
 
 from hassil.expression import Alternative, Expression, ListReference, Permutation, RuleReference, Sentence, TextChunk
 from hassil.intents import Intents, TextSlotList
@@ -90,6 +91,30 @@ def chat_language(hass: HomeAssistant, chat_log: conversation.ChatLog) -> str:
 def reads_english(language: str | None) -> bool:
     """Whether BotPsy's own word rules can read requests in `language`."""
     return base_language(language) == "en"
+
+
+# The scripts each language is written in, where it is not the Latin script alone.
+_SCRIPTS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("ru", "uk", "bg", "sr", "mk", "be", "kk"), frozenset({"CYRILLIC", "LATIN"})),
+    "zh": frozenset({"CJK", "LATIN"}),
+    "ja": frozenset({"CJK", "HIRAGANA", "KATAKANA", "LATIN"}),
+    "ko": frozenset({"HANGUL", "CJK", "LATIN"}),
+    "el": frozenset({"GREEK", "LATIN"}),
+    **dict.fromkeys(("ar", "fa", "ur"), frozenset({"ARABIC", "LATIN"})),
+    "he": frozenset({"HEBREW", "LATIN"}),
+    **dict.fromkeys(("hi", "mr", "ne"), frozenset({"DEVANAGARI", "LATIN"})),
+    "th": frozenset({"THAI", "LATIN"}),
+}
+_LATIN = frozenset({"LATIN"})
+
+
+def in_another_script(text: str, language: str) -> bool:
+    """Whether `text` is mostly written in a script its language is not (the 0.5B answered
+    a French question in Chinese): then it is no answer the user can read."""
+    scripts = _SCRIPTS.get(base_language(language), _LATIN)
+    letters = [unicodedata.name(c, "").split(" ")[0] for c in text if c.isalpha()]
+    foreign = sum(1 for script in letters if script not in scripts)
+    return bool(letters) and foreign * 2 > len(letters)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +264,31 @@ _LEVEL_WORDS: dict[str, LevelWords] = {
         up=re.compile(r"\barriba\b"),
     ),
 }
+# Words that ask about outdoors ("Wie kalt ist es draußen?"), and words of the names of
+# devices that tell it ("Außentemperatur", "Température extérieure").
+_OUTSIDE_WORDS: dict[str, re.Pattern[str]] = {
+    "de": re.compile(r"\b(?:draußen|draussen|außen|aussen|im freien)\b"),
+    "fr": re.compile(r"\b(?:dehors|extérieur)\b"),
+    "es": re.compile(r"\b(?:fuera|afuera|exterior|al aire libre)\b"),
+}
+_OUTDOOR_NAMES = re.compile(r"außen|aussen|draußen|outdoor|outside|ext[ée]rieur|exterior|dehors|afuera", re.I)
+
+
+def outdoors(utterance: str, language: str, entities: tuple[HomeEntity, ...]) -> frozenset[str]:
+    """What tells of outdoors where a request asks of it in `language`: the weather, else
+    the sensors named for outdoors; none where it does not ask of outdoors (or the words
+    for it are not known here). The 0.5B read the states of the satellite's area."""
+    words = _OUTSIDE_WORDS.get(base_language(language))
+    if words is None or not words.search(utterance.casefold()):
+        return frozenset()
+    weather = frozenset(e.entity_id for e in entities if e.domain == "weather")
+    return weather or frozenset(
+        e.entity_id
+        for e in entities
+        if e.domain == "sensor" and (_OUTDOOR_NAMES.search(e.name) or _OUTDOOR_NAMES.search(e.area or ""))
+    )
+
+
 # HA's cover device classes that BotPsy's kinds call otherwise.
 _KIND_OF_CLASS = {"garage": "garage door"}
 
@@ -299,9 +349,10 @@ def read_in_language(
     (`named`) and whether it asks as `FirstWords.asks` reads it; without HA's sentences
     for the language, a question mark. What its verb asks is left to the model where it
     joins two requests in `language` ("allume X et éteins Y")."""
+    named = replace(named, levels=says_value(utterance, language))
     if recognized is None:
         return named, utterance.rstrip().endswith("?")
-    named = named_by_slots(recognized.slots, entities, recognized.intent) or named
+    named = replace(named_by_slots(recognized.slots, entities, recognized.intent) or named, levels=named.levels)
     joining = _JOINING.get(base_language(language))
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
         # Two requests in one, each with its own verb: a call for each device named.
@@ -314,6 +365,36 @@ def read_in_language(
 _VALUE = re.compile(r"\d\s*(?:%|°|degr|grad|pour ?cent|prozent|por ?ciento|per ?cento|por ?cento|percent)", re.I)
 
 
+# Words that say a value or a change of one, by language (besides a number or a "%"):
+# halves and quarters, more and less, comparatives, numbers in words.
+_VALUE_WORDS: dict[str, re.Pattern[str]] = {
+    "de": re.compile(
+        r"\b(?:halb\w*|hälfte|viertel|drittel|mehr|weniger|heller|dunkler|wärmer|kälter|kühler|lauter|leiser|höher"
+        r"|tiefer|niedriger|schneller|langsamer|stärker|schwächer|maximal|maximum|minimal|minimum|voll\w*|stufe"
+        r"|hoch|runter|herunter|rauf|dimm\w*"
+        r"|grad|prozent|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|zwanzig|dreißig|fünfzig|hundert)\b"
+    ),
+    "fr": re.compile(
+        r"\b(?:moitié|demi\w*|quart|tiers|plus|moins|davantage|max\w*|min\w*|fond|degrés?|pour ?cent"
+        r"|mont\w*|baiss\w*|augment\w*|diminu\w*|rédui\w*|tamis\w*"
+        r"|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|vingt|trente|quarante|cinquante|cent)\b"
+    ),
+    "es": re.compile(
+        r"\b(?:mitad|medio|media|cuarto|tercio|más|menos|máximo|mínimo|tope|grados?|por ?ciento"
+        r"|sub\w*|baj\w*|aument\w*|reduc\w*|disminu\w*|aten[uú]\w*"
+        r"|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|veinte|treinta|cuarenta|cincuenta|cien)\b"
+    ),
+}
+_NUMBER = re.compile(r"\d|%")
+
+
+def says_value(text: str, language: str) -> bool:
+    """Whether `text` says a value or a change of one; True where the language's words for
+    them are not known here (the model decides)."""
+    words = _VALUE_WORDS.get(base_language(language))
+    return words is None or bool(_NUMBER.search(text) or words.search(text.casefold()))
+
+
 def asked_services(text: str, reading: Recognized) -> tuple[frozenset[str], ...]:
     """The services a request (or a part of one) asks for: those of HA's reading, or
     unrecognised, a service that sets the value it says ("baisse le plafonnier à 20 %"
@@ -324,7 +405,7 @@ def asked_services(text: str, reading: Recognized) -> tuple[frozenset[str], ...]
 
 
 def named_parts(
-    parts: Sequence[tuple[str, Recognized | None]], entities: tuple[HomeEntity, ...], here: str | None
+    parts: Sequence[tuple[str, Recognized | None]], entities: tuple[HomeEntity, ...], here: str | None, language: str
 ) -> tuple[Named, ...]:
     """What each part of a request joining several names ("éteins le plafonnier et allume
     le lampadaire"): HA's reading of it, else the names and places it says; with the
@@ -340,7 +421,7 @@ def named_parts(
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
         services = (asked_services(text, reading) if reading else ()) or services
-        named.append(replace(part, services=services, several=False, parts=()))
+        named.append(replace(part, services=services, several=False, parts=(), levels=says_value(text, language)))
     return tuple(named)
 
 

@@ -249,11 +249,13 @@ class Prefix:
 class RoundCalls:
     """The calls a round may write: any only `with_tools`, only BotPsy's reading ones if
     `read_only`, on the shortlisted devices (`entity_ids`) and what the request names; no
-    text instead of a call if `must_call`; at most one call if `one_call`."""
+    text instead of a call if `must_call`; at most one call if `one_call`; none that only
+    reads if `acting`."""
 
     entity_ids: Sequence[str] = ()
     with_tools: bool = False
     read_only: bool = False
+    acting: bool = False
     named: Named = NAMES_NOTHING
     must_call: bool = False
     one_call: bool = False
@@ -304,7 +306,7 @@ class PromptBuilder:
         template = self._engine.chat_template
         constrained = self._engine.supports_grammar and template is not None and toolbox.others_constrainable
         offered = bool(toolbox.compiled or toolbox.others) and (with_tools or constrained)
-        tools = toolbox.for_request(entity_ids, named, read_only=read_only) if with_tools else []
+        tools = toolbox.for_request(entity_ids, named, read_only=read_only, acting=calls.acting) if with_tools else []
         schemas = toolbox.schemas() if offered else []
         if not self._fits(schemas):
             schemas = toolbox.schemas(tools)

@@ -59,8 +59,10 @@ from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
     async_recognize,
     chat_language,
+    in_another_script,
     joined_parts,
     named_parts,
+    outdoors,
     read_in_language,
     reads_english,
 )
@@ -213,6 +215,11 @@ class Scope:
             if recognized is not None and recognized.said is not None:
                 named = recognized.said.named(named, toolbox.home.entities, here)
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
+            outside = outdoors(utterance, language, toolbox.home.entities) if question else frozenset()
+            if outside and not (named.entity_ids or named.areas or named.floors):
+                # "Wie kalt ist es draußen?": the weather, or the outdoor sensors.
+                named = replace(NAMES_NOTHING, entity_ids=outside)
+                entity_ids = [*sorted(outside), *(e for e in entity_ids if e not in outside)]
             joined = len(joined_parts(utterance, language)) > 1
             return cls(
                 utterance,
@@ -222,7 +229,7 @@ class Scope:
                 question,
                 english=False,
                 joined=joined,
-                parts=() if question or answer else named_parts(heard.parts, toolbox.home.entities, here),
+                parts=() if question or answer else named_parts(heard.parts, toolbox.home.entities, here, language),
                 here=here,
                 answers=bool(answer),
                 wrong=wrong,
@@ -554,6 +561,9 @@ class _Rounds:
             # spread over them), in any language: a small model otherwise writes it
             # again and again, or reads every area instead of acting.
             one_call=not (named.several or scope.question or (scope.joined and not scope.parts)),
+            # A part of a request joining several that asks an action ("... und schalte den
+            # Handtuchwärmer ein"): the 0.5B read its device instead.
+            acting=named in scope.parts and bool(named.services) and not scope.question,
         )
         request = self.agent.prompts.round_request(self.chat_log, scope.toolbox, self.fmt, calls)
         # Whatever the model writes, a question runs no action, and no action on a device
@@ -656,7 +666,10 @@ class _Rounds:
         if actions := writes + self.done:
             return self.scope.said_done(actions)
         last = self.chat_log.content[-1]
+        language = self.scope.phrases.language if self.scope.phrases else "en"
         if not isinstance(last, conversation.AssistantContent) or not last.content:
+            return self.scope.sorry("not_finished", "Sorry, I could not finish that request.")
+        if in_another_script(last.content, language):
             return self.scope.sorry("not_finished", "Sorry, I could not finish that request.")
         return None
 

@@ -18,7 +18,7 @@ from botpsy_runtime.formats import ToolCall
 
 from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
-from .core.requested import Named, by_verb
+from .core.requested import Named, by_verb, without_levels
 from .core.shortlist import restrict
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
@@ -74,9 +74,12 @@ class Toolbox:
             )
         return box
 
-    def for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
+    def for_request(
+        self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False, acting: bool = False
+    ) -> list[Tool]:
         """Compiled tools restricted to the shortlisted entities that fit what the request
-        names (tools without targets stay); only those that read if `read_only`.
+        names (tools without targets stay); only those that read if `read_only`, only
+        those that act if `acting`.
 
         For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
         """
@@ -84,10 +87,12 @@ class Toolbox:
         tools = [
             *(
                 t
-                for t in by_verb(restrict(self.compiled, fitting), self._services_of(named))
-                if t.read_only or not read_only
+                for t in without_levels(
+                    by_verb(restrict(self.compiled, fitting), self._services_of(named)), self._levels_of(named)
+                )
+                if (t.read_only or not read_only) and not (acting and t.read_only)
             ),
-            *(t for t in self.compiled if not t.targets),
+            *(t for t in self.compiled if not t.targets and not acting),
         ]
         order = {t.key: i for i, t in enumerate(self.compiled)}
         return sorted(tools, key=lambda t: order[t.key])
@@ -100,6 +105,15 @@ class Toolbox:
             return named.services_for(entity) if entity is not None else named.services
 
         return services
+
+    def _levels_of(self, named: Named) -> Callable[[str], bool]:
+        """Whether the request says a level for each target (by entity id)."""
+
+        def levels(entity_id: str) -> bool:
+            entity = self.home.entity(entity_id)
+            return named.levels_for(entity) if entity is not None else named.levels
+
+        return levels
 
     def others_for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
         """The other APIs' tools (HA's intents) as the grammar writes them for this request:

@@ -17,8 +17,11 @@ from custom_components.botpsy.language import (
     INTENT_SERVICES,
     Recognized,
     first_words,
+    in_another_script,
     named_by_slots,
+    outdoors,
     read_in_language,
+    says_value,
 )
 from scripts.testing.scripted import XML, script
 
@@ -236,3 +239,53 @@ async def test_a_french_request_joining_two_is_done_one_part_at_a_time(
     first, second = (request.grammar or "" for request in engine.requests)
     assert "light.kitchen_lights" in first and "light.bed_light" not in first
     assert "light.bed_light" in second and "light.kitchen_lights" not in second
+
+
+async def test_each_part_is_done_with_its_own_verb_and_no_value_unsaid(
+    hass: HomeAssistant, model_agent: MockConfigEntry
+) -> None:
+    """A part HA's sentences do not read takes its own verb, not the part before's
+    ("éteins" after "ouvre" is no opening); a part that asks an action may not only
+    read (the 0.5B read the second device instead); and a part that says no value may
+    set none (the 0.5B switched a lamp on at 12 %)."""
+    bed_on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
+    window = XML.render(ToolCall("cover", {"entity_id": "cover.kitchen_window", "action": "close_cover"}))
+    engine = script(model_agent, bed_on, window)
+    speech, _conversation_id = await ask(hass, "Allume vite Bed Light, puis ferme vite Kitchen Window", "fr")
+    assert hass.states.get("light.bed_light").state == "on", speech  # type: ignore[union-attr]
+    first, second = (request.grammar or "" for request in engine.requests)
+    assert '"turn_on"' in first and "brightness" not in first
+    assert '"close_cover"' in second and '"open_cover"' not in second and "get_state" not in second
+
+
+def test_a_value_is_said_by_a_number_or_the_languages_words_for_one() -> None:
+    """Only where no value is said at all are levels left out; where the words for
+    values of a language are not known here, the model decides."""
+    assert not says_value("Stehlampe an", "de") and not says_value("Mets le ventilateur en marche", "fr")
+    for said, language in (
+        ("Mach die Vorhänge halb zu", "de"),
+        ("Mach es noch ein Grad wärmer", "de"),
+        ("Monte le son", "fr"),
+        ("Pon la luz al 50", "es"),
+        ("Baja la persiana a la mitad", "es"),
+        ("Accendi la luce", "it"),
+    ):
+        assert says_value(said, language), said
+
+
+def test_a_reply_in_another_script_than_the_language_is_no_answer() -> None:
+    assert in_another_script("抱歉我无法协助完成这个请求", "fr")
+    assert in_another_script("抱歉我无法协助完成这个请求", "en")
+    assert not in_another_script("Il fait -3 °C dehors.", "fr")
+    assert not in_another_script("Привет, свет включён.", "ru")
+    assert not in_another_script("Wohnzimmer: 21 °C", "de")
+
+
+def test_outdoors_is_the_weather_else_the_sensors_named_for_it() -> None:
+    outside = HomeEntity("sensor.aussen", "Außentemperatur", "-3", device_class="temperature")
+    inside = HomeEntity("sensor.bad", "Temperatur Bad", "21", area="Bad", device_class="temperature")
+    weather = HomeEntity("weather.home", "Zuhause", "sunny")
+    assert outdoors("Wie kalt ist es draußen?", "de", (outside, inside)) == {"sensor.aussen"}
+    assert outdoors("Wie kalt ist es draußen?", "de", (outside, inside, weather)) == {"weather.home"}
+    assert outdoors("Wie kalt ist es im Bad?", "de", (outside, inside)) == frozenset()
+    assert outdoors("Il fait froid dehors ?", "fr", (outside, inside)) == {"sensor.aussen"}

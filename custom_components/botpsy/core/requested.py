@@ -186,10 +186,18 @@ class Named:
     # ... and, of a request for several things, each part's ("turn the lamp on and the
     # ceiling light off"): what it names, with the services its own verb asks for.
     parts: tuple[Named, ...] = ()
+    # Whether it may set a level: False where its words say no value at all ("Stehlampe
+    # an", "mets le ventilateur en marche"), where the 0.5B added a brightness of 12 % or
+    # a fan speed of 30 % of its own.
+    levels: bool = True
 
     def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
+
+    def levels_for(self, entity: HomeEntity) -> bool:
+        """Whether a level may be set on `entity`: as the part of the request that names it says."""
+        return next((part.levels for part in self.parts if part.fits(entity)), self.levels)
 
     def fits(self, entity: HomeEntity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -337,6 +345,30 @@ VALUE_SERVICES = (
         {"turn_on", "set_temperature", "set_cover_position", "set_valve_position", "volume_set", "set_percentage"}
     ),
 )
+
+
+# The arguments that set a level: a call that must have one is not offered where no value
+# is said, and one that may have one is offered without it.
+LEVEL_PARAMS = frozenset(
+    {"brightness", "brightness_pct", "brightness_step_pct", "percentage", "position", "volume_level", "temperature"}
+)
+
+
+def without_levels(tools: Iterable[Tool], levels_for: Callable[[str], bool]) -> tuple[Tool, ...]:
+    """`tools` with no level to set on the targets `levels_for` says may not have one."""
+    result = []
+    for tool in tools:
+        if tool.read_only or not tool.targets:
+            result.append(tool)
+            continue
+        targets = {
+            entity_id: params if levels_for(entity_id) else tuple(p for p in params if p.name not in LEVEL_PARAMS)
+            for entity_id, params in tool.targets.items()
+            if levels_for(entity_id) or not any(p.required and p.name in LEVEL_PARAMS for p in params)
+        }
+        if targets:
+            result.append(replace(tool, targets=targets))
+    return tuple(result)
 
 
 # What is said of an item on a list: it goes on, or is done ("tick that off").
