@@ -31,6 +31,7 @@ from botpsy_runtime.formats import ToolCall
 from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
 from .language import QUESTION_INTENTS, Recognized, async_recognize, joined_parts
+from .service_calls import async_state_said
 from .targets import UnresolvedError, async_intent_targets
 from .toolbox import Toolbox
 
@@ -187,4 +188,9 @@ async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog
     if response is None or response.response_type is intent.IntentResponseType.ERROR:
         return None
     speech = str(response.speech.get("plain", {}).get("speech") or "").strip()
+    states = [*response.matched_states, *response.unmatched_states]
+    if speech and heard.recognized.slots.get("state") and len(speech.split()) == 1 and len(states) == 1:
+        # "Non" to "is the kitchen window open?": and how it is, as HA's frontend says it.
+        said = await async_state_said(hass, states[0], heard.language) or states[0].state
+        speech = f"{speech.rstrip('.')}, {states[0].name}: {said}."
     return speech or None

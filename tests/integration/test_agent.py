@@ -619,7 +619,7 @@ async def test_a_question_has_sentences_read_gets_has_answer(hass: HomeAssistant
     devices = ("light", "switch", "fan", "cover", "lock", "climate", "media_player")
     before = {s.entity_id: s.state for s in hass.states.async_all(devices)}
     assert (await ask(hass, "Is the bed light on?"))[0] == "No, off"
-    assert (await ask(hass, "Are the kitchen lights on?"))[0] == "Yes"
+    assert (await ask(hass, "Are the kitchen lights on?"))[0] == "Yes, Kitchen Lights: on."
     assert (await ask(hass, "What is the temperature of the Ecobee?"))[0] == "23 degrees"
     assert engine.requests == []
     assert (await ask(hass, "Will I need an umbrella today?"))[0] == "It is sunny."

@@ -59,9 +59,10 @@ async def test_a_french_question_never_acts_and_is_answered_in_french(
 async def test_a_french_question_has_sentences_read_gets_has_french_answer(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:
-    """Where HA's French sentences read the question, HA's own intents answer it, in French."""
+    """Where HA's French sentences read the question, HA's own intents answer it, in French;
+    a bare yes or no says how the device is, in HA's words."""
     engine = script(agent)
-    assert (await ask(hass, "Est-ce que Bed Light est allumée ?", "fr"))[0] == "Non"
+    assert (await ask(hass, "Est-ce que Bed Light est allumée ?", "fr"))[0] == "Non, Bed Light: éteint."
     assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
     assert engine.requests == []
 
