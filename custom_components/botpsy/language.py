@@ -19,6 +19,7 @@ import unicodedata
 
 from hassil.expression import Alternative, Expression, ListReference, Permutation, RuleReference, Sentence, TextChunk
 from hassil.intents import Intents, TextSlotList
+from hassil.recognize import RecognizeResult
 from hassil.sample import sample_expression
 from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
@@ -168,23 +169,38 @@ async def async_recognize(
         agent_id=conversation.HOME_ASSISTANT_AGENT,
     )
     result = await agent.async_recognize_intent(user_input, strict_intents_only=True)
-    if result is not None:
-        values = {key: entity.value for key, entity in result.entities.items() if entity.value is not None}
-        slots = {key: str(value) for key, value in values.items()}
-        texts = {key: entity.text for key, entity in result.entities.items() if entity.text}
-        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values, texts=texts)
     loaded = await agent.async_get_or_load_intents(language)
-    if loaded is None:
-        return None
     words = _FIRST_WORDS.get(language)
-    if words is None or words[0] is not loaded.intents:
+    if loaded is not None and (words is None or words[0] is not loaded.intents):
         words = _FIRST_WORDS[language] = (
             loaded.intents,
             await hass.async_add_executor_job(first_words, loaded.intents),
         )
+    if result is not None and not (words and _joins_another(result, language, words[1])):
+        values = {key: entity.value for key, entity in result.entities.items() if entity.value is not None}
+        slots = {key: str(value) for key, value in values.items()}
+        texts = {key: entity.text for key, entity in result.entities.items() if entity.text}
+        return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values, texts=texts)
+    if loaded is None or words is None:
+        return None
     return Recognized(
         None, {}, words[1].asks(utterance), words[1].likely(utterance), said=words[1].said(utterance, language)
     )
+
+
+def _joins_another(result: RecognizeResult, language: str, words: FirstWords) -> bool:
+    """Whether HA's reading took a second request for part of a free-text slot ("mets
+    l'enceinte en pause et ferme les rideaux" read as playing "l'enceinte en pause et
+    ferme les rideaux"): a joining word, then a verb its sentences start with."""
+    joining = _JOINING.get(base_language(language))
+    if joining is None:
+        return False
+    for entity in result.entities.values():
+        if entity.is_wildcard and isinstance(entity.value, str):
+            for match in re.finditer(rf"(?<!\w)(?:{joining})\s+(\w+)", entity.value.casefold()):
+                if _starts_as(match.group(1), words.actions):
+                    return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)

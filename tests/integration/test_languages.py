@@ -16,6 +16,7 @@ from custom_components.botpsy.core.requested import VALUE_SERVICES, Named, named
 from custom_components.botpsy.language import (
     INTENT_SERVICES,
     Recognized,
+    async_recognize,
     first_words,
     in_another_script,
     named_by_slots,
@@ -290,3 +291,14 @@ def test_outdoors_is_the_weather_else_the_sensors_named_for_it() -> None:
     assert outdoors("Wie kalt ist es draußen?", "de", (outside, inside, weather)) == {"weather.home"}
     assert outdoors("Wie kalt ist es im Bad?", "de", (outside, inside)) == frozenset()
     assert outdoors("Il fait froid dehors ?", "fr", (outside, inside)) == {"sensor.aussen"}
+
+
+async def test_a_second_request_is_not_read_as_what_to_play(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA's French sentences read "joue X et ferme Y sur Z" as playing "X et ferme Y": a
+    joining word then a verb in what to play is a second request (the 0.5B then only
+    closed the curtains); what to play may still join words."""
+    joined = await async_recognize(hass, "Joue du jazz et ferme Kitchen Window sur Living Room", "fr")
+    assert joined is not None and joined.intent is None and joined.likely
+    played = await async_recognize(hass, "Joue du jazz et du blues sur Living Room", "fr")
+    assert played is not None and played.intent == "HassMediaSearchAndPlay"
+    assert played.slots["search_query"] == "du jazz et du blues"
