@@ -538,3 +538,16 @@ def test_a_floor_level_from_its_name_where_ha_has_none() -> None:
     assert named_in("turn off the lights upstairs", home).floors == {"Upper Floor"}
     # No floor has a level, nor a name that says one: the words name no floor.
     assert not named_in("lights off upstairs", home[:2]).floors
+
+
+def test_a_floor_level_from_its_name_in_the_homes_language() -> None:
+    """A German home's "Erdgeschoss" is its ground floor whatever language is spoken (the
+    0.5B switched off the lights upstairs too for "Unten alle Lampen aus")."""
+    home = (
+        HomeEntity("light.a", "A", area="Küche", floor="Erdgeschoss"),
+        HomeEntity("light.b", "B", area="Bad", floor="Obergeschoss"),
+        HomeEntity("light.c", "C", area="Vorrat", floor="Keller"),
+    )
+    assert named_in("turn off the lights downstairs", home).floors == {"Erdgeschoss"}
+    assert named_in("turn off the lights upstairs", home).floors == {"Obergeschoss"}
+    assert named_in("turn off the lights in the basement", home).floors == {"Keller"}

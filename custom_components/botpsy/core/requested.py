@@ -532,10 +532,20 @@ ENGLISH_LEVELS = LevelWords(
     up=re.compile(r"\b(?:upstairs|up stairs)\b"),
 )
 # A floor's level from its name, where HA has none: "Ground Floor" is 0, "Basement" -1.
+# The names are the home's, whatever language the request is in: "Erdgeschoss", "Étage".
 _LEVEL_NAMES = (
-    (re.compile(r"\b(?:ground|main|downstairs|entry)\b"), 0),
-    (re.compile(r"\b(?:basement|cellar|lower level)\b"), -1),
-    (re.compile(r"\b(?:upstairs|upper)\b"), 1),
+    (
+        re.compile(
+            r"\b(?:ground|main|downstairs|entry|erdgeschoss|parterre|rez[- ]de[- ]chaussée|planta baja"
+            r"|piano terra|pianterreno|begane grond)\b"
+        ),
+        0,
+    ),
+    (re.compile(r"\b(?:basement|cellar|lower level|keller|untergeschoss|sous[- ]sol|sótano|seminterrato)\b"), -1),
+    (
+        re.compile(r"\b(?:upstairs|upper|obergeschoss|étage|planta alta|primera planta|primo piano|bovenverdieping)\b"),
+        1,
+    ),
 )
 
 
