@@ -234,23 +234,35 @@ class Said:
         )
 
 
-# Words for lights and fans, which HA's sentences spell inside each intent's own rules (its
-# kinds of cover come from its `cover_classes` list).
+# Words for lights, fans, what plays and heating, which HA's sentences spell inside each
+# intent's own rules (its kinds of cover come from its `cover_classes` list).
 _KIND_WORDS: dict[str, dict[str, str]] = {
     "de": {
         **dict.fromkeys(("licht", "lichter", "leuchte", "leuchten", "beleuchtung"), "light"),
         **dict.fromkeys(("lampe", "lampen"), "lamp"),
         **dict.fromkeys(("ventilator", "ventilatoren", "lüfter"), "fan"),
+        **dict.fromkeys(("musik", "lied", "song"), "music"),
+        **dict.fromkeys(("fernseher", "fernsehen"), "tv"),
+        **dict.fromkeys(("lautsprecher", "box"), "speaker"),
+        **dict.fromkeys(("heizung", "heizungen"), "heating"),
     },
     "fr": {
         **dict.fromkeys(("lumière", "lumières", "éclairage", "éclairages", "ampoule", "ampoules"), "light"),
         **dict.fromkeys(("lampe", "lampes"), "lamp"),
         **dict.fromkeys(("ventilateur", "ventilateurs", "ventilo", "ventilos"), "fan"),
+        **dict.fromkeys(("musique", "chanson"), "music"),
+        **dict.fromkeys(("télé", "télévision"), "tv"),
+        **dict.fromkeys(("enceinte", "enceintes", "haut-parleur"), "speaker"),
+        **dict.fromkeys(("chauffage",), "heating"),
     },
     "es": {
         **dict.fromkeys(("luz", "luces", "bombilla", "bombillas", "foco", "focos"), "light"),
         **dict.fromkeys(("lámpara", "lámparas"), "lamp"),
         **dict.fromkeys(("ventilador", "ventiladores"), "fan"),
+        **dict.fromkeys(("música", "canción"), "music"),
+        **dict.fromkeys(("tele", "televisión", "televisor"), "tv"),
+        **dict.fromkeys(("altavoz", "altavoces"), "speaker"),
+        **dict.fromkeys(("calefacción",), "heating"),
     },
 }
 # Words that ask for every device of a kind.
@@ -539,8 +551,17 @@ def _ends_as(word: str, ends: frozenset[str]) -> bool:
 def _starts_as(word: str, starts: frozenset[str]) -> bool:
     """Whether `word` is one of `starts`, or begins with one ending in "*" (a word that
     HA's sentences go on spelling in alternatives: "apag(a|ar)" is "apag*"); of those,
-    only stems of three letters or more ("qu*" may be any word)."""
-    return word in starts or any(s.endswith("*") and len(s) > 3 and word.startswith(s[:-1]) for s in starts)
+    only stems of three letters or more ("qu*" may be any word); a word of five letters or
+    more may also lack the last one or two letters of one ("pausier" for "pausiere*":
+    the imperative without its "e")."""
+    return word in starts or any(
+        s.endswith("*") and len(s) > 3 and (word.startswith(s[:-1]) or _clipped(word, s[:-1])) for s in starts
+    )
+
+
+def _clipped(word: str, stem: str) -> bool:
+    """Whether `word` is `stem` without its last one or two letters (five letters at least)."""
+    return len(word) >= 5 and stem.startswith(word) and len(stem) - len(word) <= 2
 
 
 def first_words(intents: Intents) -> FirstWords:

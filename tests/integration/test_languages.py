@@ -141,6 +141,9 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
     assert words.likely("Schalte den Handtuchwärmer ein") == {"HassTurnOn"}
     assert words.likely("Küche Deckenlampe ausschalten") == {"HassTurnOff"}  # not "führe … aus"
     assert words.likely("Mach die Lampe heller") == {"HassTurnOff", "HassTurnOn"}  # the first word alone
+    # The imperative without its "e" ("schalt" for "schalte"); not a shorter word.
+    assert words.likely("Schalt die Lampe ab") == {"HassTurnOff"}
+    assert words.likely("Scha die Lampe ab") == frozenset()
 
 
 def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
