@@ -377,15 +377,16 @@ def read_in_language(
     (`named`) and whether it asks as `FirstWords.asks` reads it; without HA's sentences
     for the language, a question mark. What its verb asks is left to the model where it
     joins two requests in `language` ("allume X et éteins Y")."""
-    named = replace(named, levels=says_value(utterance, language))
+    named = replace(named, levels=says_value(utterance, language), share=said_share(utterance, language))
     if recognized is None:
         return named, utterance.rstrip().endswith("?")
-    named = replace(named_by_slots(recognized.slots, entities, recognized.intent) or named, levels=named.levels)
+    by_slots = named_by_slots(recognized.slots, entities, recognized.intent)
+    named = replace(by_slots, levels=named.levels, share=named.share) if by_slots else named
     joining = _JOINING.get(base_language(language))
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
-    services = asked_services(utterance, recognized)
+    services = VALUE_SERVICES if named.share is not None else asked_services(utterance, recognized)
     return replace(named, services=services) if services else named, recognized.question
 
 
@@ -414,6 +415,18 @@ _VALUE_WORDS: dict[str, re.Pattern[str]] = {
     ),
 }
 _NUMBER = re.compile(r"\d|%")
+# Words that say half of the whole, by language ("halb zu", "à moitié", "a la mitad").
+_HALF_WORDS: dict[str, re.Pattern[str]] = {
+    "de": re.compile(r"\b(?:halb|halbe[nmrs]?|zur hälfte)\b"),
+    "fr": re.compile(r"\b(?:à moitié|à mi-hauteur|à demi|mi-clos|mi-ouverts?)\b"),
+    "es": re.compile(r"\b(?:a la mitad|a medias|hasta la mitad|medio (?:abiert|cerrad)\w*)\b"),
+}
+
+
+def said_share(text: str, language: str) -> float | None:
+    """The share of the whole a request says a level is, without a number ("halb zu": 0.5)."""
+    half = _HALF_WORDS.get(base_language(language))
+    return 0.5 if half is not None and not _NUMBER.search(text) and half.search(text.casefold()) else None
 
 
 def says_value(text: str, language: str) -> bool:
@@ -448,8 +461,12 @@ def named_parts(
             part = reading.said.named(part, entities, here)
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
+        share = said_share(text, language)
         services = (asked_services(text, reading) if reading else ()) or services
-        named.append(replace(part, services=services, several=False, parts=(), levels=says_value(text, language)))
+        services = VALUE_SERVICES if share is not None else services
+        named.append(
+            replace(part, services=services, several=False, parts=(), levels=says_value(text, language), share=share)
+        )
     return tuple(named)
 
 

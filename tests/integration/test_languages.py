@@ -22,6 +22,7 @@ from custom_components.botpsy.language import (
     named_by_slots,
     outdoors,
     read_in_language,
+    said_share,
     says_value,
 )
 from scripts.testing.scripted import XML, script
@@ -305,3 +306,23 @@ async def test_a_second_request_is_not_read_as_what_to_play(hass: HomeAssistant,
     played = await async_recognize(hass, "Joue du jazz et du blues sur Living Room", "fr")
     assert played is not None and played.intent == "HassMediaSearchAndPlay"
     assert played.slots["search_query"] == "du jazz et du blues"
+
+
+async def test_half_said_in_words_is_half(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
+    """ "Ferme … à moitié", "halb zu": the level is half, the only value its grammar allows
+    (the 0.5B closed the curtains, or opened them all the way)."""
+    half = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on", "brightness_pct": 50}))
+    engine = script(model_agent, half)
+    speech, _conversation_id = await ask(hass, "Allume vite Bed Light à moitié", "fr")
+    assert hass.states.get("light.bed_light").attributes["brightness"] == 128, speech  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert '"50"' in grammar and "brightness_pct" in grammar and '"turn_off"' not in grammar, grammar
+    assert "0-9" not in grammar.split("brightness_pct", 1)[1].split("\n", 1)[0], grammar
+
+
+def test_a_share_of_the_whole_is_said_by_half_words() -> None:
+    assert said_share("Mach die Vorhänge halb zu", "de") == 0.5
+    assert said_share("Finalement, referme-les à moitié", "fr") == 0.5
+    assert said_share("Baja la persiana a la mitad", "es") == 0.5
+    assert said_share("Mach die Vorhänge auf 50 Prozent", "de") is None  # a number says it
+    assert said_share("Mach die Vorhänge zu", "de") is None

@@ -18,7 +18,7 @@ import re
 from .home import HomeEntity
 from .policy import is_social
 from .shortlist import DOMAIN_WORDS
-from .tools import Tool
+from .tools import Param, Tool
 
 
 def _cover(*classes: str) -> Callable[[HomeEntity], bool]:
@@ -190,14 +190,19 @@ class Named:
     # an", "mets le ventilateur en marche"), where the 0.5B added a brightness of 12 % or
     # a fan speed of 30 % of its own.
     levels: bool = True
+    # A level said as a share of the whole ("halb zu", "à moitié": 0.5), which every level
+    # it sets then is: the 0.5B closed the curtains, or opened them all the way.
+    share: float | None = None
 
     def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
 
-    def levels_for(self, entity: HomeEntity) -> bool:
-        """Whether a level may be set on `entity`: as the part of the request that names it says."""
-        return next((part.levels for part in self.parts if part.fits(entity)), self.levels)
+    def levels_for(self, entity: HomeEntity) -> tuple[bool, float | None]:
+        """Whether a level may be set on `entity`, and the share of the whole it is if said:
+        as the part of the request that names it says."""
+        part = next((part for part in self.parts if part.fits(entity)), self)
+        return part.levels, part.share
 
     def fits(self, entity: HomeEntity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -354,21 +359,42 @@ LEVEL_PARAMS = frozenset(
 )
 
 
-def without_levels(tools: Iterable[Tool], levels_for: Callable[[str], bool]) -> tuple[Tool, ...]:
-    """`tools` with no level to set on the targets `levels_for` says may not have one."""
+# ... and those a share of the whole sets (in percent, or from 0 to 1 for a volume).
+_SHARE_PARAMS = {"brightness_pct": 100, "position": 100, "percentage": 100, "volume_level": 1}
+
+
+def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], tuple[bool, float | None]]) -> tuple[Tool, ...]:
+    """`tools` with no level to set on the targets `levels_for` says may not have one, and
+    where it says a share of the whole, only calls that set a level to it."""
     result = []
     for tool in tools:
         if tool.read_only or not tool.targets:
             result.append(tool)
             continue
-        targets = {
-            entity_id: params if levels_for(entity_id) else tuple(p for p in params if p.name not in LEVEL_PARAMS)
-            for entity_id, params in tool.targets.items()
-            if levels_for(entity_id) or not any(p.required and p.name in LEVEL_PARAMS for p in params)
-        }
+        targets = {}
+        for entity_id, params in tool.targets.items():
+            levels, share = levels_for(entity_id)
+            if share is not None:
+                if shared := _shared(params, share):
+                    targets[entity_id] = shared
+            elif levels:
+                targets[entity_id] = params
+            elif not any(p.required and p.name in LEVEL_PARAMS for p in params):
+                targets[entity_id] = tuple(p for p in params if p.name not in LEVEL_PARAMS)
         if targets:
             result.append(replace(tool, targets=targets))
     return tuple(result)
+
+
+def _shared(params: tuple[Param, ...], share: float) -> tuple[Param, ...]:
+    """`params` with the first level a share of the whole sets fixed and required, the
+    other levels left out; none where no level of them takes a share."""
+    fixed = next((p for p in params if p.name in _SHARE_PARAMS), None)
+    if fixed is None:
+        return ()
+    value = round(share * _SHARE_PARAMS[fixed.name], 2)
+    rest = (p for p in params if p.name not in LEVEL_PARAMS)
+    return (replace(fixed, required=True, minimum=value, maximum=value, group=None), *rest)
 
 
 # What is said of an item on a list: it goes on, or is done ("tick that off").
