@@ -9,7 +9,7 @@ reply says the state, or nothing changed. `async_run_mix` asks them one by one, 
 new conversation, no warm-up between them; `mix_figures` reduces the results to
 percentiles, tokens and shares.
 
-Generated homes (tests/core/sample_home.generated_home) have no floors: their mix names
+Generated homes (scripts/testing/sample_home.generated_mapping) have no floors: their mix names
 areas only. A home with floors (areas with a `floor`) gets requests about its floors too.
 """
 

@@ -89,7 +89,7 @@ DEFINITIONS = """\
   Garbage collection stops the loop too: the harness collects its own garbage before each
   measured request (resetting a home rewrites all its states), and the longest collection
   that still ran during one is `gc_worst_pause_ms` (`gc_worst_pause_ms_anywhere`).
-- **scaling**: generated homes (tests/core/sample_home.generated_home) of 25, 100 and 1,000
+- **scaling**: generated homes (scripts/testing/sample_home.generated_mapping) of 25, 100 and 1,000
   exposed entities, "Turn off the kitchen ceiling light" after "Turn on the bedroom lamp":
   prompt tokens and grammar bytes of the request the engine received, warm latency, and the
   worker's resident memory afterwards. Homes over 24 devices show the devices requests were
