@@ -31,6 +31,7 @@ from .core.follow_up import (
     says_an_action,
 )
 from .core.home import HomeEntity
+from .core.policy import base_language
 from .core.requested import Named, named_in
 from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
@@ -72,13 +73,15 @@ def follow_up_calls(
 ) -> list[ToolCall] | None:
     """The calls a follow-up asks for that can be written without the model: a relative
     change of what it names (or of what the turn before acted on), an item of the list
-    just read done, the turn before again on what it names, or what a correction meant;
-    None where it is none of these (English), or the calls cannot be exactly those."""
-    if not scope.english or scope.question:
+    just read done, the turn before again on what it names, or what a correction meant
+    (the relative change alone in German, French and Spanish); None where it is none of
+    these, or the calls cannot be exactly those."""
+    if scope.question:
         return None
-    if (change := relative_change(scope.utterance)) is not None:
+    language = base_language(scope.phrases.language) if scope.phrases else "en"
+    if (change := relative_change(scope.utterance, language)) is not None:
         return _relative_calls(hass, scope, change)
-    earlier = turns(chat_log)
+    earlier = turns(chat_log) if scope.english else []
     if not earlier:
         return None
     if is_done_with(scope.utterance):

@@ -45,6 +45,26 @@ def test_relative_changes(text: str, change: Relative | None) -> None:
     assert relative_change(text) == change
 
 
+@pytest.mark.parametrize(
+    ("text", "language", "change"),
+    [
+        ("Mach es noch ein Grad wärmer", "de", Relative("temperature", True, 1)),
+        ("Etwas heller bitte", "de", Relative("brightness", True)),
+        ("Mach die Musik leiser", "de", Relative("volume", False)),
+        ("Un peu plus fort", "fr", Relative("volume", True)),
+        ("Mets-le 2 degrés plus chaud", "fr", Relative("temperature", True, 2)),
+        ("Más bajo, por favor", "es", Relative("volume", False)),
+        ("Un poco más de luz", "es", Relative("brightness", True)),
+        # A value said outright, or nothing that moves.
+        ("Stell die Heizung auf 22 Grad", "de", None),
+        ("Éteins la lampe", "fr", None),
+        ("Más alto", "it", None),  # no words known for the language: the model reads it
+    ],
+)
+def test_relative_changes_in_other_languages(text: str, language: str, change: Relative | None) -> None:
+    assert relative_change(text, language) == change
+
+
 def entity(entity_id: str) -> HomeEntity:
     return HomeEntity(entity_id, entity_id.split(".")[1].replace("_", " ").title())
 

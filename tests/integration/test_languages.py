@@ -326,3 +326,16 @@ def test_a_share_of_the_whole_is_said_by_half_words() -> None:
     assert said_share("Baja la persiana a la mitad", "es") == 0.5
     assert said_share("Mach die Vorhänge auf 50 Prozent", "de") is None  # a number says it
     assert said_share("Mach die Vorhänge zu", "de") is None
+
+
+async def test_a_relative_change_in_german_is_a_step_from_where_it_is(
+    hass: HomeAssistant, model_agent: MockConfigEntry
+) -> None:
+    """ "Ein Grad wärmer": one degree up from the set temperature, without the model (the
+    0.5B switched the heating on instead)."""
+    engine = script(model_agent)
+    before = hass.states.get("climate.heatpump").attributes["temperature"]  # type: ignore[union-attr]
+    speech, _conversation_id = await ask(hass, "Mach HeatPump noch ein Grad wärmer", "de")
+    after = hass.states.get("climate.heatpump").attributes["temperature"]  # type: ignore[union-attr]
+    assert after == before + 1, speech
+    assert engine.requests == []

@@ -5,7 +5,9 @@ as switching it on and off again. Two kinds of follow-up are certain enough to b
 without it (English words):
 
 - a **relative change** ("a bit brighter", "two degrees warmer", "louder", "turn it down",
-  "slower"): each device's level moves by a step from where it is now (`relative_call`);
+  "slower"; in German, French and Spanish their comparatives: "ein Grad wärmer", "plus
+  fort", "más bajo"): each device's level moves by a step from where it is now
+  (`relative_call`);
 - the **same again** on something else ("and the towel heater", "same for the hallway",
   "the living room blinds too", "now the bathroom"), and what a correction meant ("no, not
   the fan, the sofa lamp"): the calls of the turn before, on what this one names
@@ -17,7 +19,7 @@ Everything else a follow-up says is left to the model, which reads the conversat
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import re
 from typing import Any
 
@@ -65,9 +67,50 @@ _AMOUNT = re.compile(
 _ABSOLUTE = re.compile(r"\bto \d|\bto (?:half|max|min|full)|\b(?:halfway|maximum|minimum)\b")
 
 
-def relative_change(text: str) -> Relative | None:
+# The same in other languages: comparatives and what raises or lowers a level.
+_OTHER_RELATIVE: dict[str, tuple[tuple[re.Pattern[str], str | None, bool], ...]] = {
+    "de": (
+        (re.compile(r"\bheller\b"), "brightness", True),
+        (re.compile(r"\bdunkler\b"), "brightness", False),
+        (re.compile(r"\bwärmer\b"), "temperature", True),
+        (re.compile(r"\b(?:kälter|kühler)\b"), "temperature", False),
+        (re.compile(r"\blauter\b"), "volume", True),
+        (re.compile(r"\bleiser\b"), "volume", False),
+        (re.compile(r"\bschneller\b"), "speed", True),
+        (re.compile(r"\blangsamer\b"), "speed", False),
+    ),
+    "fr": (
+        (re.compile(r"\bplus (?:clair|lumineux|de lumière)\b"), "brightness", True),
+        (re.compile(r"\b(?:plus sombre|moins (?:clair|lumineux|de lumière))\b"), "brightness", False),
+        (re.compile(r"\b(?:plus chaud|moins froid)\b"), "temperature", True),
+        (re.compile(r"\b(?:plus (?:frais|froid)|moins chaud)\b"), "temperature", False),
+        (re.compile(r"\b(?:plus fort|monte le son|augmente le (?:son|volume))\b"), "volume", True),
+        (re.compile(r"\b(?:moins fort|baisse le son|diminue le (?:son|volume))\b"), "volume", False),
+        (re.compile(r"\bplus vite\b"), "speed", True),
+        (re.compile(r"\b(?:moins vite|plus lentement)\b"), "speed", False),
+    ),
+    "es": (
+        (re.compile(r"\bmás (?:de )?(?:brillante|luz|clar[oa])\b"), "brightness", True),
+        (re.compile(r"\b(?:más oscur[oa]|menos luz)\b"), "brightness", False),
+        (re.compile(r"\b(?:más (?:caliente|calor|cálid[oa]))\b"), "temperature", True),
+        (re.compile(r"\b(?:más (?:fresc[oa]|frí[oa]|frío)|menos calor)\b"), "temperature", False),
+        (re.compile(r"\b(?:más alto|más fuerte|sube el volumen|súbele)\b"), "volume", True),
+        (re.compile(r"\b(?:más bajo|más suave|baja el volumen|bájale)\b"), "volume", False),
+        (re.compile(r"\bmás rápido\b"), "speed", True),
+        (re.compile(r"\bmás lento\b"), "speed", False),
+    ),
+}
+# A value said outright ("auf 22 Grad", "à 20 %", "al 50"): not relative.
+_OTHER_ABSOLUTE = re.compile(r"\b(?:auf|à|a|al)\s+\d")
+_OTHER_AMOUNT = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:°|grad|prozent|%|degrés?|pour ?cent|grados?|por ?ciento)")
+_ONE = re.compile(r"\b(?:ein|eine[nm]?|un|une|uno|una)\s+(?:grad|degré|grado)\b")
+
+
+def relative_change(text: str, language: str = "en") -> Relative | None:
     """The relative change `text` asks for, if it asks for one (and no value outright)."""
     said = text.lower()
+    if language != "en":
+        return _other_relative(said, _OTHER_RELATIVE.get(language, ()))
     if _ABSOLUTE.search(said):
         return None
     found = []
@@ -82,6 +125,21 @@ def relative_change(text: str) -> Relative | None:
         word = (match.group(1) or match.group(2)).replace(",", ".")
         amount = float(_NUMBERS.get(word, word)) if word in _NUMBERS or word[0].isdigit() else None
     return Relative(found[0].quantity, found[0].up, amount)
+
+
+def _other_relative(said: str, patterns: tuple[tuple[re.Pattern[str], str | None, bool], ...]) -> Relative | None:
+    """`relative_change` in another language, by its own words."""
+    if _OTHER_ABSOLUTE.search(said):
+        return None
+    found = [Relative(quantity, up) for pattern, quantity, up in patterns if pattern.search(said)]
+    if len(found) != 1:
+        return None
+    amount = None
+    if match := _OTHER_AMOUNT.search(said):
+        amount = float(match.group(1).replace(",", "."))
+    elif _ONE.search(said):
+        amount = 1.0
+    return replace(found[0], amount=amount)
 
 
 # What moves on each domain, the attribute it is read from and the call that sets it.
