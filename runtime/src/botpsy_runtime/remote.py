@@ -42,6 +42,7 @@ from .engine import (
     ToolCallDelta,
 )
 from .errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
+from .forcing import forced_count
 from .lru_cache import LruCache
 
 CONNECT_TIMEOUT = 10.0
@@ -589,25 +590,16 @@ class _FastForward:
         split = await self.engine._split(head + forced)
         if split is None or len(split) < 2:
             return
-        ids = [token for token, _ in split]
-        pieces = [piece for _, piece in split]
-        if ids[0] != self.tokens[-1] or b"".join(pieces) != (head + forced).encode():
-            return
-        take = min(len(ids) - (1 if ends else 2), self.request.max_tokens - self.produced)
-        appended = ""
-        while take > 0:  # whole characters only
-            try:
-                appended = b"".join(pieces[1 : 1 + take]).decode()
-                break
-            except UnicodeDecodeError:
-                take -= 1
-        if take <= 0 or not appended:
+        budget = self.request.max_tokens - self.produced
+        take = forced_count(split, self.tokens[-1], (head + forced).encode(), ends=ends, budget=budget)
+        appended = b"".join(piece for _, piece in split[1 : 1 + take]).decode()
+        if not appended:
             return
         state = self.state.advance(appended)
         if state is None:  # cannot happen: `forced` starts with it
             return
         self.state = state
-        self.tokens += ids[1 : 1 + take]
+        self.tokens += [token for token, _ in split[1 : 1 + take]]
         self.text += appended
         self.timings.forced_tokens += take
         self.last_piece = None

@@ -34,6 +34,7 @@ import llama_cpp
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from .constrained import Decoder, Sampling, Vocabulary, parse_grammar
+from .forcing import forced_count, whole_characters
 from .lru_cache import LruCache
 
 # State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
@@ -433,26 +434,22 @@ class Model:
         data, end = decoder.forced_bytes()
         if not data:
             return [], end
-        cut = _whole_characters(data)
+        cut = whole_characters(data)
         if cut == 0:
             return [], False
         head = self.vocab.piece(previous, special=True)
-        tokens = self.llm.tokenize(head + data[:cut], add_bos=False, special=True)
-        if (
-            len(tokens) < 2
-            or tokens[0] != previous
-            or b"".join(self.vocab.piece(t, special=True) for t in tokens) != head + data[:cut]
-        ):
-            return [], False
+        text = head + data[:cut]
+        tokens = self.llm.tokenize(text, add_bos=False, special=True)
         whole = end and cut == len(data)
-        forced = tokens[1:] if whole else tokens[1:-1]
+        split = [(t, self.vocab.piece(t, special=True)) for t in tokens]
+        take = forced_count(split, previous, text, ends=whole, budget=budget)
         accepted: list[int] = []
-        for token in forced[:budget]:
+        for token in tokens[1 : 1 + take]:
             if not decoder.allowed(token):
                 break
             decoder.accept(token)
             accepted.append(token)
-        return accepted, whole and len(accepted) == len(tokens) - 1
+        return accepted, whole and 0 < take == len(tokens) - 1 == len(accepted)
 
 
 def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
@@ -463,17 +460,6 @@ def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
             break
         shared += 1
     return shared
-
-
-def _whole_characters(data: bytes) -> int:
-    """Length of the longest prefix of `data` that is whole UTF-8 characters."""
-    for cut in range(len(data), max(0, len(data) - 4), -1):
-        try:
-            data[:cut].decode()
-        except UnicodeDecodeError:
-            continue
-        return cut
-    return 0
 
 
 def _safe_length(text: str, stops: list[str]) -> int:
