@@ -546,22 +546,27 @@ class FirstWords:
         last = said[-1] if said else ""
         # A first word no sentence starts with is taken for a name.
         named = not _starts_as(first, self.actions | self.questions)
-        both = frozenset(
-            intent
-            for intent, sentences in self.sentences.items()
-            if any(
-                (_starts_as(first, starts) or (named and _NAME in starts)) and _ends_as(last, ends)
-                for starts, ends in sentences
-            )
-        )
+        # Of the sentences that start so, those that end the most like it: "ausmachen" is
+        # the end of "(aus|ab)machen", not of any word that ends in "en".
+        ending: dict[str, int] = {}
+        for intent, sentences in self.sentences.items():
+            for starts, ends in sentences:
+                if _starts_as(first, starts) or (named and _NAME in starts):
+                    ending[intent] = max(ending.get(intent, 0), _end_match(last, ends))
+        best = max(ending.values(), default=0)
+        both = frozenset(intent for intent, length in ending.items() if best and length == best)
         return both or starting
 
 
-def _ends_as(word: str, ends: frozenset[str]) -> bool:
-    """Whether `word` is one of `ends`, or is or ends with one that starts with "*" (the
-    end of a word HA's sentences spell in parts: "aus[schalten]" ends with "*schalten")."""
-    return word in ends or any(
-        e.startswith("*") and (word == e[1:] or (len(e) > 3 and word.endswith(e[1:]))) for e in ends
+def _end_match(word: str, ends: frozenset[str]) -> int:
+    """How closely `word` ends as one of `ends`: a whole word of them beats any part; else
+    the length of the longest that starts with "*" (the end of a word HA's sentences spell
+    in parts: "aus[schalten]" ends with "*schalten") that it is or ends with; 0: none."""
+    if word in ends:
+        return len(word) + 100
+    return max(
+        (len(e) - 1 for e in ends if e.startswith("*") and (word == e[1:] or (len(e) > 3 and word.endswith(e[1:])))),
+        default=0,
     )
 
 
@@ -653,8 +658,13 @@ def _sequence_edge(
     be empty (ends, from its last item); it is empty if all its items can be."""
     items = list(getattr(expression, "items", ()))
     words: set[str] = set()
-    for item in reversed(items) if last else items:
-        said, empty = _edge(item, rules, seen, last=last)
+    for index in range(len(items) - 1, -1, -1) if last else range(len(items)):
+        said, empty = _edge(items[index], rules, seen, last=last)
+        if last and index > 0 and said and all(w.startswith("*") for w in said):
+            # "(ein|an)schalten": the word is glued to what comes before it.
+            before, optional = _edge(items[index - 1], rules, seen, last=True)
+            glued = {f"*{b.lstrip('*')}{w[1:]}" for b in before if b != _NAME for w in said}
+            said = glued | (said if optional or not glued else set())
         words |= said
         if not empty:
             return words, False

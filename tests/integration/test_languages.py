@@ -132,7 +132,11 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
             "language": "de",
             "intents": {
                 "HassTurnOff": {"data": [{"sentences": ["(schalte|mach) {name} (aus|ab)", "{name} aus[schalten]"]}]},
-                "HassTurnOn": {"data": [{"sentences": ["(schalte|mach) {name} (an|ein)", "führe {name} aus"]}]},
+                "HassTurnOn": {
+                    "data": [
+                        {"sentences": ["(schalte|mach) {name} (an|ein)", "führe {name} aus", "{name} (ein|an)schalten"]}
+                    ]
+                },
             },
             "lists": {"name": {"values": ["lampe"]}},
         }
@@ -141,6 +145,8 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
     assert words.likely("Mach im Schlafzimmer das ganze Licht aus") == {"HassTurnOff"}
     assert words.likely("Schalte den Handtuchwärmer ein") == {"HassTurnOn"}
     assert words.likely("Küche Deckenlampe ausschalten") == {"HassTurnOff"}  # not "führe … aus"
+    # "(ein|an)schalten" ends with "einschalten", not with any "…schalten".
+    assert words.likely("Küche Deckenlampe einschalten") == {"HassTurnOn"}
     assert words.likely("Mach die Lampe heller") == {"HassTurnOff", "HassTurnOn"}  # the first word alone
     # The imperative without its "e" ("schalt" for "schalte"); not a shorter word.
     assert words.likely("Schalt die Lampe ab") == {"HassTurnOff"}
