@@ -170,6 +170,8 @@ class Scope:
     holder_read: str | None = None
     # Of a correction: the devices the turn before acted on, which were not the ones meant.
     wrong: frozenset[str] = frozenset()
+    # Of a question about outdoors ("Wie kalt ist es draußen?"): what tells of it.
+    outside: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -216,7 +218,9 @@ class Scope:
                 named = recognized.said.named(named, toolbox.home.entities, here)
             named, question = read_in_language(utterance, named, toolbox.home.entities, recognized, language)
             outside = outdoors(utterance, language, toolbox.home.entities) if question else frozenset()
-            if outside and not (named.entity_ids or named.areas or named.floors):
+            if named.entity_ids or named.areas or named.floors:
+                outside = frozenset()
+            if outside:
                 # "Wie kalt ist es draußen?": the weather, or the outdoor sensors.
                 named = replace(NAMES_NOTHING, entity_ids=outside)
                 entity_ids = [*sorted(outside), *(e for e in entity_ids if e not in outside)]
@@ -233,6 +237,7 @@ class Scope:
                 here=here,
                 answers=bool(answer),
                 wrong=wrong,
+                outside=outside,
             )
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
@@ -288,10 +293,13 @@ class Scope:
 
     def holder_asked_about(self) -> str | None:
         """The one to-do list, calendar or weather entity a question is about ("what's on my
-        shopping list?", "will it rain tomorrow?"), if it can be only one: it is read at
-        once, as the model would read it (a small model reads the wrong thing there)."""
+        shopping list?", "will it rain tomorrow?"), or the one device that tells of
+        outdoors, if it can be only one: it is read at once, as the model would read it
+        (a small model reads the wrong thing there)."""
         if not self.question:
             return None
+        if len(self.outside) == 1:  # the one device that tells of outdoors
+            return next(iter(self.outside))
         holders = [e for e in self.toolbox.home.entities if e.domain in CONTENT_DOMAINS]
         named = self.named
         # "How cold will it get that day?" after the forecast: the forecast again.
