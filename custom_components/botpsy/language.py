@@ -446,15 +446,21 @@ def asked_services(text: str, reading: Recognized) -> tuple[frozenset[str], ...]
 
 
 def named_parts(
-    parts: Sequence[tuple[str, Recognized | None]], entities: tuple[HomeEntity, ...], here: str | None, language: str
+    heard: Sequence[tuple[str, Recognized | None]],
+    entities: tuple[HomeEntity, ...],
+    here: str | None,
+    language: str,
+    whole: tuple[frozenset[str], ...] = (),
 ) -> tuple[Named, ...]:
     """What each part of a request joining several names ("éteins le plafonnier et allume
     le lampadaire"): HA's reading of it, else the names and places it says; with the
-    services its verb asks for (a part without a verb of its own: the part before's).
-    None where a part names nothing BotPsy can tell (then the model reads the whole)."""
+    services its verb asks for (a part without a verb of its own: the part before's; a
+    part whose verb says less than the whole request's, `whole`'s: "Mach die Rollläden
+    und Vorhänge zu" is closing both). None where a part names nothing BotPsy can tell
+    (then the model reads the whole)."""
     named: list[Named] = []
     services: tuple[frozenset[str], ...] = ()
-    for text, reading in parts:
+    for text, reading in heard:
         part = named_by_slots(reading.slots, entities, reading.intent) if reading and reading.intent else None
         part = part or named_in(text, entities, here=here, whole=False)
         if reading is not None and reading.said is not None:
@@ -463,6 +469,8 @@ def named_parts(
             return ()
         share = said_share(text, language)
         services = (asked_services(text, reading) if reading else ()) or services
+        if whole and reading is not None and reading.intent is None and services and services[0] > whole[0]:
+            services = whole
         services = VALUE_SERVICES if share is not None else services
         named.append(
             replace(part, services=services, several=False, parts=(), levels=says_value(text, language), share=share)
@@ -546,23 +554,28 @@ class FirstWords:
         last = said[-1] if said else ""
         # A first word no sentence starts with is taken for a name.
         named = not _starts_as(first, self.actions | self.questions)
-        # Of the sentences that start so, those that end the most like it: "ausmachen" is
-        # the end of "(aus|ab)machen", not of any word that ends in "en".
-        ending: dict[str, int] = {}
+        # Of the sentences that start so, those that end the most like it ("ausmachen" is
+        # the end of "(aus|ab)machen", not of any word that ends in "en"); of their intents,
+        # those with at least half as many such sentences as the most ("mach … zu" closes
+        # in 11 sentences and locks in one).
+        ending: dict[str, list[int]] = {}
         for intent, sentences in self.sentences.items():
             for starts, ends in sentences:
                 if _starts_as(first, starts) or (named and _NAME in starts):
-                    ending[intent] = max(ending.get(intent, 0), _end_match(last, ends))
-        best = max(ending.values(), default=0)
-        both = frozenset(intent for intent, length in ending.items() if best and length == best)
+                    ending.setdefault(intent, []).append(_end_match(last, ends))
+        best = max((length for lengths in ending.values() for length in lengths), default=0)
+        counts = {intent: lengths.count(best) for intent, lengths in ending.items()} if best else {}
+        most = max(counts.values(), default=0)
+        both = frozenset(intent for intent, count in counts.items() if count and count * 2 >= most)
         return both or starting
 
 
 def _end_match(word: str, ends: frozenset[str]) -> int:
-    """How closely `word` ends as one of `ends`: a whole word of them beats any part; else
+    """How closely `word` ends as one of `ends`: a whole word of them (glued or not) beats
+    any part; else
     the length of the longest that starts with "*" (the end of a word HA's sentences spell
     in parts: "aus[schalten]" ends with "*schalten") that it is or ends with; 0: none."""
-    if word in ends:
+    if word in ends or f"*{word}" in ends:
         return len(word) + 100
     return max(
         (len(e) - 1 for e in ends if e.startswith("*") and (word == e[1:] or (len(e) > 3 and word.endswith(e[1:])))),

@@ -57,6 +57,7 @@ from .exact import Heard, async_exact_answer, async_exact_request, async_heard
 from .follow_ups import acted, follow_up_calls, turns
 from .generation import CallPolicy, Generation, async_say, engine_failure
 from .language import (
+    asked_services,
     async_recognize,
     chat_language,
     in_another_script,
@@ -225,6 +226,7 @@ class Scope:
                 named = replace(NAMES_NOTHING, entity_ids=outside)
                 entity_ids = [*sorted(outside), *(e for e in entity_ids if e not in outside)]
             joined = len(joined_parts(utterance, language)) > 1
+            whole = asked_services(utterance, recognized) if recognized is not None else ()
             return cls(
                 utterance,
                 toolbox,
@@ -233,7 +235,9 @@ class Scope:
                 question,
                 english=False,
                 joined=joined,
-                parts=() if question or answer else named_parts(heard.parts, toolbox.home.entities, here, language),
+                parts=()
+                if question or answer
+                else named_parts(heard.parts, toolbox.home.entities, here, language, whole),
                 here=here,
                 answers=bool(answer),
                 wrong=wrong,
