@@ -386,7 +386,7 @@ def read_in_language(
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
-    services = VALUE_SERVICES if named.share is not None else asked_services(utterance, recognized)
+    services = VALUE_SERVICES if named.share is not None else asked_services(utterance, recognized, language)
     return replace(named, services=services) if services else named, recognized.question
 
 
@@ -436,12 +436,35 @@ def says_value(text: str, language: str) -> bool:
     return words is None or bool(_NUMBER.search(text) or words.search(text.casefold()))
 
 
-def asked_services(text: str, reading: Recognized) -> tuple[frozenset[str], ...]:
+# Verbs that raise or lower a cover, which HA's sentences of the language lack ("remonte
+# les volets": the 0.5B closed them): asked first of a cover, whatever else they may mean.
+_COVER_VERBS: dict[str, tuple[tuple[re.Pattern[str], frozenset[str]], ...]] = {
+    "de": (
+        (re.compile(r"\b(?:hoch|rauf|hochfahren|hochziehen)\b"), frozenset({"open_cover"})),
+        (re.compile(r"\b(?:runter|herunter|runterfahren|runterlassen|herunterlassen)\b"), frozenset({"close_cover"})),
+    ),
+    "fr": (
+        (re.compile(r"\b(?:re)?mont(?:e|es|ez|er)\b"), frozenset({"open_cover"})),
+        (re.compile(r"\b(?:re)?descend(?:s|ez|re)?\b"), frozenset({"close_cover"})),
+    ),
+    "es": (
+        (re.compile(r"\bsub(?:e|a|an|ir)\b"), frozenset({"open_cover"})),
+        (re.compile(r"\bbaj(?:a|e|en|ar)\b"), frozenset({"close_cover"})),
+    ),
+}
+
+
+def asked_services(text: str, reading: Recognized, language: str = "") -> tuple[frozenset[str], ...]:
     """The services a request (or a part of one) asks for: those of HA's reading, or
     unrecognised, a service that sets the value it says ("baisse le plafonnier à 20 %"
-    is a brightness, not off), else those its verb starts."""
+    is a brightness, not off), else those its verb starts; of a cover, first what its
+    verb for raising or lowering one says."""
     if reading.intent is None and _VALUE.search(text):
         return VALUE_SERVICES
+    folded = text.casefold()
+    covers = [s for p, s in _COVER_VERBS.get(base_language(language), ()) if p.search(folded)]
+    if reading.intent is None and len(covers) == 1:
+        return (covers[0], *reading.services)
     return reading.services
 
 
@@ -468,7 +491,7 @@ def named_parts(
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
         share = said_share(text, language)
-        services = (asked_services(text, reading) if reading else ()) or services
+        services = (asked_services(text, reading, language) if reading else ()) or services
         if whole and reading is not None and reading.intent is None and services and services[0] > whole[0]:
             services = whole
         services = VALUE_SERVICES if share is not None else services

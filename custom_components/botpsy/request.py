@@ -226,7 +226,7 @@ class Scope:
                 named = replace(NAMES_NOTHING, entity_ids=outside)
                 entity_ids = [*sorted(outside), *(e for e in entity_ids if e not in outside)]
             joined = len(joined_parts(utterance, language)) > 1
-            whole = asked_services(utterance, recognized) if recognized is not None else ()
+            whole = asked_services(utterance, recognized, language) if recognized is not None else ()
             return cls(
                 utterance,
                 toolbox,

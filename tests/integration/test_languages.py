@@ -16,6 +16,7 @@ from custom_components.botpsy.core.requested import VALUE_SERVICES, Named, named
 from custom_components.botpsy.language import (
     INTENT_SERVICES,
     Recognized,
+    asked_services,
     async_recognize,
     first_words,
     in_another_script,
@@ -359,3 +360,12 @@ async def test_a_question_about_outdoors_reads_the_outdoor_sensor(
     temperature = hass.states.get("sensor.outside_temperature")
     assert temperature is not None and speech.startswith("Outside Temperature: ") and temperature.state in speech
     assert engine.requests == []
+
+
+def test_a_verb_for_raising_a_cover_opens_it() -> None:
+    """ "Remonte les volets" (HA's French sentences lack it): opening first, for a cover."""
+    unread = Recognized(None, {}, question=False, likely=frozenset())
+    assert asked_services("Remonte complètement les volets", unread, "fr") == (frozenset({"open_cover"}),)
+    assert asked_services("Rollladen runter", unread, "de") == (frozenset({"close_cover"}),)
+    assert asked_services("Sube la persiana", unread, "es")[0] == frozenset({"open_cover"})
+    assert asked_services("Remonte les volets", unread, "it") == ()
