@@ -8,7 +8,7 @@ import re
 import pytest
 
 from custom_components.botpsy.core.home import HomeEntity
-from custom_components.botpsy.core.requested import NAMES_NOTHING, _mentions, by_verb, named_in
+from custom_components.botpsy.core.requested import KINDS, NAMES_NOTHING, _mentions, by_verb, named_in
 from custom_components.botpsy.core.shortlist import restrict
 from custom_components.botpsy.core.tools import Tool
 from scripts.testing.sample_home import generated_home
@@ -551,3 +551,12 @@ def test_a_floor_level_from_its_name_in_the_homes_language() -> None:
     assert named_in("turn off the lights downstairs", home).floors == {"Erdgeschoss"}
     assert named_in("turn off the lights upstairs", home).floors == {"Obergeschoss"}
     assert named_in("turn off the lights in the basement", home).floors == {"Keller"}
+
+
+def test_a_player_named_a_speaker_in_the_homes_language_is_no_tv() -> None:
+    """ "Allume la télé" in a home whose one player is "Enceinte du salon": no TV there
+    (the 0.5B switched the speaker on)."""
+    speaker = HomeEntity("media_player.enceinte", "Enceinte du salon", area="Salon")
+    tv = HomeEntity("media_player.fernseher", "Fernseher Wohnzimmer", area="Wohnzimmer")
+    assert not KINDS["tv"](speaker) and KINDS["speaker"](speaker)
+    assert KINDS["tv"](tv) and not KINDS["speaker"](tv)

@@ -41,7 +41,12 @@ def _player(excluded_class: str, excluded_words: str) -> Callable[[HomeEntity], 
     return lambda e: e.domain == "media_player" and e.device_class != excluded_class and not pattern.search(e.name)
 
 
-_SPEAKER_WORDS = "speakers?|echo|sonos|homepod|soundbar|radio"
+# Words of a name that say which kind of player it is, in the home's language.
+_SPEAKER_WORDS = (
+    "speakers?|echo|sonos|homepod|soundbar|radio|lautsprecher|box|enceintes?|haut-parleurs?|altavoz|altavoces"
+    "|bocinas?|altoparlanti|altoparlante|cassa"
+)
+_TV_WORDS = "tv|television|fernseher|télé|télévision|tele|televisión|televisor|televisore"
 
 
 # Nouns that name a kind of device, and the devices of that kind.
@@ -67,7 +72,7 @@ KINDS: dict[str, Callable[[HomeEntity], bool]] = {
     "humidity": lambda e: e.domain == "humidifier" or _sensor("humidity")(e),
     "tv": _player("speaker", _SPEAKER_WORDS),
     "television": _player("speaker", _SPEAKER_WORDS),
-    "speaker": _player("tv", "tv|television"),
+    "speaker": _player("tv", _TV_WORDS),
     "music": _domains("media_player"),
     "song": _domains("media_player"),
     "volume": _domains("media_player"),
