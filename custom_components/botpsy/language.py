@@ -243,7 +243,7 @@ _KIND_WORDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("ventilator", "ventilatoren", "lüfter"), "fan"),
         **dict.fromkeys(("musik", "lied", "song"), "music"),
         **dict.fromkeys(("fernseher", "fernsehen"), "tv"),
-        **dict.fromkeys(("lautsprecher", "box"), "speaker"),
+        **dict.fromkeys(("lautsprecher",), "speaker"),
         **dict.fromkeys(("heizung", "heizungen"), "heating"),
     },
     "fr": {

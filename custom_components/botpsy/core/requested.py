@@ -43,7 +43,7 @@ def _player(excluded_class: str, excluded_words: str) -> Callable[[HomeEntity], 
 
 # Words of a name that say which kind of player it is, in the home's language.
 _SPEAKER_WORDS = (
-    "speakers?|echo|sonos|homepod|soundbar|radio|lautsprecher|box|enceintes?|haut-parleurs?|altavoz|altavoces"
+    "speakers?|echo|sonos|homepod|soundbar|radio|lautsprecher|enceintes?|haut-parleurs?|altavoz|altavoces"
     "|bocinas?|altoparlanti|altoparlante|cassa"
 )
 _TV_WORDS = "tv|television|fernseher|télé|télévision|tele|televisión|televisor|televisore"
