@@ -244,6 +244,7 @@ _KIND_WORDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("musik", "lied", "song"), "music"),
         **dict.fromkeys(("fernseher", "fernsehen"), "tv"),
         **dict.fromkeys(("lautsprecher",), "speaker"),
+        **dict.fromkeys(("lautstärke",), "volume"),
         **dict.fromkeys(("heizung", "heizungen"), "heating"),
     },
     "fr": {
@@ -253,6 +254,7 @@ _KIND_WORDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("musique", "chanson"), "music"),
         **dict.fromkeys(("télé", "télévision"), "tv"),
         **dict.fromkeys(("enceinte", "enceintes", "haut-parleur"), "speaker"),
+        **dict.fromkeys(("volume",), "volume"),
         **dict.fromkeys(("chauffage",), "heating"),
     },
     "es": {
@@ -262,6 +264,7 @@ _KIND_WORDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("música", "canción"), "music"),
         **dict.fromkeys(("tele", "televisión", "televisor"), "tv"),
         **dict.fromkeys(("altavoz", "altavoces"), "speaker"),
+        **dict.fromkeys(("volumen",), "volume"),
         **dict.fromkeys(("calefacción",), "heating"),
     },
 }
@@ -297,7 +300,7 @@ _LEVEL_WORDS: dict[str, LevelWords] = {
 _OUTSIDE_WORDS: dict[str, re.Pattern[str]] = {
     "de": re.compile(r"\b(?:draußen|draussen|außen|aussen|im freien)\b"),
     "fr": re.compile(r"\b(?:dehors|extérieur)\b"),
-    "es": re.compile(r"\b(?:fuera|afuera|exterior|al aire libre)\b"),
+    "es": re.compile(r"\b(?:fuera|afuera|exterior|al aire libre|en la calle)\b"),
 }
 _OUTDOOR_NAMES = re.compile(r"außen|aussen|draußen|outdoor|outside|ext[ée]rieur|exterior|dehors|afuera", re.I)
 
@@ -377,16 +380,24 @@ def read_in_language(
     (`named`) and whether it asks as `FirstWords.asks` reads it; without HA's sentences
     for the language, a question mark. What its verb asks is left to the model where it
     joins two requests in `language` ("allume X et éteins Y")."""
-    named = replace(named, levels=says_value(utterance, language), share=said_share(utterance, language))
+    # The level said belongs to the whole only where it joins no other request.
+    alone = len(joined_parts(utterance, language)) == 1
+    named = replace(
+        named,
+        levels=says_value(utterance, language),
+        share=said_share(utterance, language) if alone else None,
+        degrees=said_degrees(utterance) if alone else None,
+    )
     if recognized is None:
         return named, utterance.rstrip().endswith("?")
     by_slots = named_by_slots(recognized.slots, entities, recognized.intent)
-    named = replace(by_slots, levels=named.levels, share=named.share) if by_slots else named
+    named = replace(by_slots, levels=named.levels, share=named.share, degrees=named.degrees) if by_slots else named
     joining = _JOINING.get(base_language(language))
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
-    services = VALUE_SERVICES if named.share is not None else asked_services(utterance, recognized, language)
+    said = named.share is not None or named.degrees is not None
+    services = VALUE_SERVICES if said else asked_services(utterance, recognized, language)
     return replace(named, services=services) if services else named, recognized.question
 
 
@@ -419,14 +430,34 @@ _NUMBER = re.compile(r"\d|%")
 _HALF_WORDS: dict[str, re.Pattern[str]] = {
     "de": re.compile(r"\b(?:halb|halbe[nmrs]?|zur hälfte)\b"),
     "fr": re.compile(r"\b(?:à moitié|à mi-hauteur|à demi|mi-clos|mi-ouverts?)\b"),
-    "es": re.compile(r"\b(?:a la mitad|a medias|hasta la mitad|medio (?:abiert|cerrad)\w*)\b"),
+    "es": re.compile(r"\b(?:a la mitad|a medias|hasta la mitad|a media|medio (?:abiert|cerrad)\w*)\b"),
 }
 
 
+# One number said with its unit: a share in percent ("auf 30 Prozent", "al 10 %"), or
+# degrees ("à 19 degrés", "auf 21 Grad", "21°").
+_PERCENT = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:%|prozent|pour ?cent|por ?ciento|per ?cento)(?!\w)", re.I)
+_DEGREES = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:°|grad|degrés?|grados?|gradi)(?!\w)", re.I)
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)?")
+
+
 def said_share(text: str, language: str) -> float | None:
-    """The share of the whole a request says a level is, without a number ("halb zu": 0.5)."""
+    """The share of the whole a request says a level is: the one number it says in percent
+    ("al 10 %": 0.1), or half in words ("halb zu": 0.5)."""
+    numbers = _NUMBERS.findall(text)
+    if len(numbers) == 1 and (percent := _PERCENT.search(text)) is not None:
+        value = float(percent.group(1).replace(",", "."))
+        return value / 100 if 0 <= value <= 100 else None
     half = _HALF_WORDS.get(base_language(language))
-    return 0.5 if half is not None and not _NUMBER.search(text) and half.search(text.casefold()) else None
+    return 0.5 if half is not None and not numbers and half.search(text.casefold()) else None
+
+
+def said_degrees(text: str) -> float | None:
+    """The temperature a request says, where it says one number, in degrees."""
+    degrees = _DEGREES.search(text)
+    if degrees is None or len(_NUMBERS.findall(text)) != 1:
+        return None
+    return float(degrees.group(1).replace(",", "."))
 
 
 def says_value(text: str, language: str) -> bool:
@@ -490,13 +521,21 @@ def named_parts(
             part = reading.said.named(part, entities, here)
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
-        share = said_share(text, language)
+        share, degrees = said_share(text, language), said_degrees(text)
         services = (asked_services(text, reading, language) if reading else ()) or services
         if whole and reading is not None and reading.intent is None and services and services[0] > whole[0]:
             services = whole
-        services = VALUE_SERVICES if share is not None else services
+        services = VALUE_SERVICES if share is not None or degrees is not None else services
         named.append(
-            replace(part, services=services, several=False, parts=(), levels=says_value(text, language), share=share)
+            replace(
+                part,
+                services=services,
+                several=False,
+                parts=(),
+                levels=says_value(text, language),
+                share=share,
+                degrees=degrees,
+            )
         )
     return tuple(named)
 
@@ -611,9 +650,11 @@ def _starts_as(word: str, starts: frozenset[str]) -> bool:
     HA's sentences go on spelling in alternatives: "apag(a|ar)" is "apag*"); of those,
     only stems of three letters or more ("qu*" may be any word); a word of five letters or
     more may also lack the last one or two letters of one ("pausier" for "pausiere*":
-    the imperative without its "e")."""
+    the imperative without its "e"), or have one or two more ("enciendes" for "enciende")."""
     return word in starts or any(
-        s.endswith("*") and len(s) > 3 and (word.startswith(s[:-1]) or _clipped(word, s[:-1])) for s in starts
+        (s.endswith("*") and len(s) > 3 and (word.startswith(s[:-1]) or _clipped(word, s[:-1])))
+        or (len(s) >= 5 and not s.endswith("*") and _clipped(s, word))
+        for s in starts
     )
 
 

@@ -18,7 +18,7 @@ from botpsy_runtime.formats import ToolCall
 
 from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
-from .core.requested import Named, by_levels, by_verb
+from .core.requested import Named, SaidLevels, by_levels, by_verb
 from .core.shortlist import restrict
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
@@ -106,12 +106,11 @@ class Toolbox:
 
         return services
 
-    def _levels_of(self, named: Named) -> Callable[[str], tuple[bool, float | None]]:
-        """Whether the request says a level for each target, and the share it says (by entity id)."""
+    def _levels_of(self, named: Named) -> Callable[[str], SaidLevels]:
+        """What the request says of the level of each target (by entity id)."""
 
-        def levels(entity_id: str) -> tuple[bool, float | None]:
-            entity = self.home.entity(entity_id)
-            return named.levels_for(entity) if entity is not None else (named.levels, named.share)
+        def levels(entity_id: str) -> SaidLevels:
+            return named.levels_for(self.home.entity(entity_id))
 
         return levels
 

@@ -23,6 +23,7 @@ from custom_components.botpsy.language import (
     named_by_slots,
     outdoors,
     read_in_language,
+    said_degrees,
     said_share,
     says_value,
 )
@@ -331,7 +332,7 @@ def test_a_share_of_the_whole_is_said_by_half_words() -> None:
     assert said_share("Mach die Vorhänge halb zu", "de") == 0.5
     assert said_share("Finalement, referme-les à moitié", "fr") == 0.5
     assert said_share("Baja la persiana a la mitad", "es") == 0.5
-    assert said_share("Mach die Vorhänge auf 50 Prozent", "de") is None  # a number says it
+    assert said_share("Mach die Vorhänge auf 50 Prozent", "de") == 0.5  # said as a number
     assert said_share("Mach die Vorhänge zu", "de") is None
 
 
@@ -369,3 +370,28 @@ def test_a_verb_for_raising_a_cover_opens_it() -> None:
     assert asked_services("Rollladen runter", unread, "de") == (frozenset({"close_cover"}),)
     assert asked_services("Sube la persiana", unread, "es")[0] == frozenset({"open_cover"})
     assert asked_services("Remonte les volets", unread, "it") == ()
+
+
+def test_a_level_said_with_its_unit_is_that_level() -> None:
+    """One number said in percent or degrees is the value the call sets (the 0.5B set 22
+    for "a 20 grados"); with two numbers, or none, nothing is fixed."""
+    assert said_share("Baja el volumen al 10 %", "es") == 0.1
+    assert said_share("Dimm die Leselampe auf 30 Prozent", "de") == 0.3
+    assert said_share("Pon la luz de noche a media intensidad", "es") == 0.5
+    assert said_share("Mets le thermostat à 21 et la lampe à 30 %", "fr") is None
+    assert said_degrees("baja la calefacción a 20 grados") == 20
+    assert said_degrees("Stell die Heizung auf 21,5 Grad") == 21.5
+    assert said_degrees("Mach das Licht aus") is None
+
+
+async def test_a_temperature_said_is_the_one_the_grammar_allows(
+    hass: HomeAssistant, model_agent: MockConfigEntry
+) -> None:
+    """ "… à 19 degrés": set_temperature to 19 and nothing else."""
+    call = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 19})
+    engine = script(model_agent, XML.render(call))
+    speech, _conversation_id = await ask(hass, "Règle vite HeatPump à 19 degrés", "fr")
+    assert hass.states.get("climate.heatpump").attributes["temperature"] == 19, speech  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    value = next(line for line in grammar.splitlines() if "temperature-v0 ::=" in line)
+    assert value.split("::= ", 1)[1].startswith('"19" ') and "[0-9]" not in value, value

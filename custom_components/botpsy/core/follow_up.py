@@ -96,6 +96,8 @@ _OTHER_RELATIVE: dict[str, tuple[tuple[re.Pattern[str], str | None, bool], ...]]
         (re.compile(r"\b(?:más (?:fresc[oa]|frí[oa]|frío)|menos calor)\b"), "temperature", False),
         (re.compile(r"\b(?:más alto|más fuerte|sube el volumen|súbele)\b"), "volume", True),
         (re.compile(r"\b(?:más bajo|más suave|baja el volumen|bájale)\b"), "volume", False),
+        (re.compile(r"\bsúbel[oa]s?\b"), None, True),
+        (re.compile(r"\bbájal[oa]s?\b"), None, False),
         (re.compile(r"\bmás rápido\b"), "speed", True),
         (re.compile(r"\bmás lento\b"), "speed", False),
     ),

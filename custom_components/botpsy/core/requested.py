@@ -198,16 +198,18 @@ class Named:
     # A level said as a share of the whole ("halb zu", "à moitié": 0.5), which every level
     # it sets then is: the 0.5B closed the curtains, or opened them all the way.
     share: float | None = None
+    # ... or as a temperature ("auf 22 Grad"): the 0.5B set 22 for "a 20 grados".
+    degrees: float | None = None
 
     def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
 
-    def levels_for(self, entity: HomeEntity) -> tuple[bool, float | None]:
-        """Whether a level may be set on `entity`, and the share of the whole it is if said:
-        as the part of the request that names it says."""
-        part = next((part for part in self.parts if part.fits(entity)), self)
-        return part.levels, part.share
+    def levels_for(self, entity: HomeEntity | None) -> SaidLevels:
+        """Whether a level may be set on `entity`, and the share of the whole or the
+        temperature it is if said: as the part of the request that names it says."""
+        part = next((part for part in self.parts if entity is not None and part.fits(entity)), self)
+        return SaidLevels(part.levels, part.share, part.degrees)
 
     def fits(self, entity: HomeEntity) -> bool:
         """Whether `entity` can be what the request means."""
@@ -368,9 +370,19 @@ LEVEL_PARAMS = frozenset(
 _SHARE_PARAMS = {"brightness_pct": 100, "position": 100, "percentage": 100, "volume_level": 1}
 
 
-def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], tuple[bool, float | None]]) -> tuple[Tool, ...]:
+@dataclass(frozen=True, slots=True)
+class SaidLevels:
+    """What a request says of the level of one device: whether it says one at all, and
+    the share of the whole or the temperature it is, where it says that."""
+
+    levels: bool = True
+    share: float | None = None
+    degrees: float | None = None
+
+
+def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], SaidLevels]) -> tuple[Tool, ...]:
     """`tools` with no level to set on the targets `levels_for` says may not have one, and
-    where it says a share of the whole, only calls that set a level to it."""
+    where it says the level, only calls that set it, to that value alone."""
     result = []
     for tool in tools:
         if tool.read_only or not tool.targets:
@@ -378,11 +390,11 @@ def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], tuple[bool, flo
             continue
         targets = {}
         for entity_id, params in tool.targets.items():
-            levels, share = levels_for(entity_id)
-            if share is not None:
-                if shared := _shared(params, share):
-                    targets[entity_id] = shared
-            elif levels:
+            said = levels_for(entity_id)
+            if said.share is not None or said.degrees is not None:
+                if fixed := _fixed(params, said):
+                    targets[entity_id] = fixed
+            elif said.levels:
                 targets[entity_id] = params
             elif not any(p.required and p.name in LEVEL_PARAMS for p in params):
                 targets[entity_id] = tuple(p for p in params if p.name not in LEVEL_PARAMS)
@@ -391,15 +403,19 @@ def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], tuple[bool, flo
     return tuple(result)
 
 
-def _shared(params: tuple[Param, ...], share: float) -> tuple[Param, ...]:
-    """`params` with the first level a share of the whole sets fixed and required, the
-    other levels left out; none where no level of them takes a share."""
-    fixed = next((p for p in params if p.name in _SHARE_PARAMS), None)
-    if fixed is None:
+def _fixed(params: tuple[Param, ...], said: SaidLevels) -> tuple[Param, ...]:
+    """`params` with the level said fixed and required (the first that takes a share, or
+    the temperature), the other levels left out; none where no level of them takes it."""
+    if said.share is not None:
+        level = next((p for p in params if p.name in _SHARE_PARAMS), None)
+        value = round(said.share * _SHARE_PARAMS[level.name], 2) if level else 0.0
+    else:
+        level = next((p for p in params if p.name == "temperature"), None)
+        value = said.degrees or 0.0
+    if level is None:
         return ()
-    value = round(share * _SHARE_PARAMS[fixed.name], 2)
     rest = (p for p in params if p.name not in LEVEL_PARAMS)
-    return (replace(fixed, required=True, minimum=value, maximum=value, group=None), *rest)
+    return (replace(level, required=True, minimum=value, maximum=value, group=None), *rest)
 
 
 # What is said of an item on a list: it goes on, or is done ("tick that off").
