@@ -401,10 +401,13 @@ def read_in_language(
     return replace(named, services=services) if services else named, recognized.question
 
 
-# A value said with its unit ("à 20 %", "auf 21 Grad", "al 50 por ciento").
-_VALUE = re.compile(r"\d\s*(?:%|°|degr|grad|pour ?cent|prozent|por ?ciento|per ?cento|por ?cento|percent)", re.I)
-
-
+# A number, and one said with its unit: a share in percent ("auf 30 Prozent", "al 10 %",
+# "à 20 %"), or degrees ("à 19 degrés", "auf 21 Grad", "21°").
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)?")
+_PERCENT = re.compile(
+    r"(\d+(?:[.,]\d+)?)\s*(?:%|prozent|pour ?cent|por ?ciento|per ?cento|por ?cento|percent)(?!\w)", re.I
+)
+_DEGREES = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:°|grad|degrés?|grados?|gradi|degrees?)(?!\w)", re.I)
 # Words that say a value or a change of one, by language (besides a number or a "%"):
 # halves and quarters, more and less, comparatives, numbers in words.
 _VALUE_WORDS: dict[str, re.Pattern[str]] = {
@@ -425,20 +428,12 @@ _VALUE_WORDS: dict[str, re.Pattern[str]] = {
         r"|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|veinte|treinta|cuarenta|cincuenta|cien)\b"
     ),
 }
-_NUMBER = re.compile(r"\d|%")
 # Words that say half of the whole, by language ("halb zu", "à moitié", "a la mitad").
 _HALF_WORDS: dict[str, re.Pattern[str]] = {
     "de": re.compile(r"\b(?:halb|halbe[nmrs]?|zur hälfte)\b"),
     "fr": re.compile(r"\b(?:à moitié|à mi-hauteur|à demi|mi-clos|mi-ouverts?)\b"),
     "es": re.compile(r"\b(?:a la mitad|a medias|hasta la mitad|a media|medio (?:abiert|cerrad)\w*)\b"),
 }
-
-
-# One number said with its unit: a share in percent ("auf 30 Prozent", "al 10 %"), or
-# degrees ("à 19 degrés", "auf 21 Grad", "21°").
-_PERCENT = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:%|prozent|pour ?cent|por ?ciento|per ?cento)(?!\w)", re.I)
-_DEGREES = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:°|grad|degrés?|grados?|gradi)(?!\w)", re.I)
-_NUMBERS = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def said_share(text: str, language: str) -> float | None:
@@ -464,7 +459,7 @@ def says_value(text: str, language: str) -> bool:
     """Whether `text` says a value or a change of one; True where the language's words for
     them are not known here (the model decides)."""
     words = _VALUE_WORDS.get(base_language(language))
-    return words is None or bool(_NUMBER.search(text) or words.search(text.casefold()))
+    return words is None or bool(_NUMBERS.search(text) or "%" in text or words.search(text.casefold()))
 
 
 # Verbs that raise or lower a cover, which HA's sentences of the language lack ("remonte
@@ -490,7 +485,7 @@ def asked_services(text: str, reading: Recognized, language: str = "") -> tuple[
     unrecognised, a service that sets the value it says ("baisse le plafonnier à 20 %"
     is a brightness, not off), else those its verb starts; of a cover, first what its
     verb for raising or lowering one says."""
-    if reading.intent is None and _VALUE.search(text):
+    if reading.intent is None and (_PERCENT.search(text) or _DEGREES.search(text)):
         return VALUE_SERVICES
     folded = text.casefold()
     covers = [s for p, s in _COVER_VERBS.get(base_language(language), ()) if p.search(folded)]

@@ -406,14 +406,15 @@ def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], SaidLevels]) ->
 def _fixed(params: tuple[Param, ...], said: SaidLevels) -> tuple[Param, ...]:
     """`params` with the level said fixed and required (the first that takes a share, or
     the temperature), the other levels left out; none where no level of them takes it."""
+    values: dict[str, float] = {}
     if said.share is not None:
-        level = next((p for p in params if p.name in _SHARE_PARAMS), None)
-        value = round(said.share * _SHARE_PARAMS[level.name], 2) if level else 0.0
-    else:
-        level = next((p for p in params if p.name == "temperature"), None)
-        value = said.degrees or 0.0
+        values = {name: round(said.share * whole, 2) for name, whole in _SHARE_PARAMS.items()}
+    elif said.degrees is not None:
+        values = {"temperature": said.degrees}
+    level = next((p for p in params if p.name in values), None)
     if level is None:
         return ()
+    value = values[level.name]
     rest = (p for p in params if p.name not in LEVEL_PARAMS)
     return (replace(level, required=True, minimum=value, maximum=value, group=None), *rest)
 
