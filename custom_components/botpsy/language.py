@@ -298,6 +298,7 @@ _LEVEL_WORDS: dict[str, LevelWords] = {
 # Words that ask about outdoors ("Wie kalt ist es draußen?"), and words of the names of
 # devices that tell it ("Außentemperatur", "Température extérieure").
 _OUTSIDE_WORDS: dict[str, re.Pattern[str]] = {
+    "en": re.compile(r"\b(?:outside|outdoors?|out there)\b"),
     "de": re.compile(r"\b(?:draußen|draussen|außen|aussen|im freien)\b"),
     "fr": re.compile(r"\b(?:dehors|extérieur)\b"),
     "es": re.compile(r"\b(?:fuera|afuera|exterior|al aire libre|en la calle)\b"),

@@ -253,6 +253,7 @@ class Scope:
         # The one forecast, calendar or list that turn read.
         holders = {e for e in last if e.partition(".")[0] in CONTENT_DOMAINS}
         holder = next(iter(holders)) if read_before and len(set(last)) == len(holders) == 1 else None
+        places = named.entity_ids or named.areas or named.floors
         return cls(
             utterance,
             toolbox,
@@ -263,6 +264,7 @@ class Scope:
             answers=bool(answer),
             holder_read=holder,
             wrong=wrong,
+            outside=outdoors(utterance, "en", toolbox.home.entities) if question and not places else frozenset(),
         )
 
     def early_answer(self) -> str | None:

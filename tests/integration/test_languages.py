@@ -352,14 +352,17 @@ async def test_a_relative_change_in_german_is_a_step_from_where_it_is(
 async def test_a_question_about_outdoors_reads_the_outdoor_sensor(
     hass: HomeAssistant, model_agent: MockConfigEntry
 ) -> None:
-    """ "Wie kalt ist es draußen?" in a home without a weather entity: its one outdoor
-    sensor is read, without the model (the 0.5B read the satellite's area)."""
+    """ "Wie kalt ist es draußen?", "how cold is it outside?" in a home without a weather
+    entity: its one outdoor sensor is read, without the model (the 0.5B read the
+    satellite's area)."""
     for entity_id in [*hass.states.async_entity_ids("weather"), "sensor.outside_humidity"]:
         hass.states.async_remove(entity_id)
     engine = script(model_agent)
     speech, _conversation_id = await ask(hass, "Wie kalt ist es draußen?", "de")
     temperature = hass.states.get("sensor.outside_temperature")
     assert temperature is not None and speech.startswith("Outside Temperature: ") and temperature.state in speech
+    speech, _conversation_id = await ask(hass, "How cold is it outside?", "en")
+    assert temperature.state in speech and "Outside Temperature" in speech, speech
     assert engine.requests == []
 
 
