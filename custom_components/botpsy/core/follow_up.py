@@ -67,40 +67,45 @@ _AMOUNT = re.compile(
 _ABSOLUTE = re.compile(r"\bto \d|\bto (?:half|max|min|full)|\b(?:halfway|maximum|minimum)\b")
 
 
-# The same in other languages: comparatives and what raises or lowers a level.
-_OTHER_RELATIVE: dict[str, tuple[tuple[re.Pattern[str], str | None, bool], ...]] = {
+# The same in other languages: comparatives and what raises or lowers a level (words,
+# what moves, which way), each a whole phrase.
+_OTHER_RELATIVE_WORDS: dict[str, tuple[tuple[str, str | None, bool], ...]] = {
     "de": (
-        (re.compile(r"\bheller\b"), "brightness", True),
-        (re.compile(r"\bdunkler\b"), "brightness", False),
-        (re.compile(r"\bwärmer\b"), "temperature", True),
-        (re.compile(r"\b(?:kälter|kühler)\b"), "temperature", False),
-        (re.compile(r"\blauter\b"), "volume", True),
-        (re.compile(r"\bleiser\b"), "volume", False),
-        (re.compile(r"\bschneller\b"), "speed", True),
-        (re.compile(r"\blangsamer\b"), "speed", False),
+        (r"heller", "brightness", True),
+        (r"dunkler", "brightness", False),
+        (r"wärmer", "temperature", True),
+        (r"kälter|kühler", "temperature", False),
+        (r"lauter", "volume", True),
+        (r"leiser", "volume", False),
+        (r"schneller", "speed", True),
+        (r"langsamer", "speed", False),
     ),
     "fr": (
-        (re.compile(r"\bplus (?:clair|lumineux|de lumière)\b"), "brightness", True),
-        (re.compile(r"\b(?:plus sombre|moins (?:clair|lumineux|de lumière))\b"), "brightness", False),
-        (re.compile(r"\b(?:plus chaud|moins froid)\b"), "temperature", True),
-        (re.compile(r"\b(?:plus (?:frais|froid)|moins chaud)\b"), "temperature", False),
-        (re.compile(r"\b(?:plus fort|monte le son|augmente le (?:son|volume))\b"), "volume", True),
-        (re.compile(r"\b(?:moins fort|baisse le son|diminue le (?:son|volume))\b"), "volume", False),
-        (re.compile(r"\bplus vite\b"), "speed", True),
-        (re.compile(r"\b(?:moins vite|plus lentement)\b"), "speed", False),
+        (r"plus (?:clair|lumineux|de lumière)", "brightness", True),
+        (r"plus sombre|moins (?:clair|lumineux|de lumière)", "brightness", False),
+        (r"plus chaud|moins froid", "temperature", True),
+        (r"plus (?:frais|froid)|moins chaud", "temperature", False),
+        (r"plus fort|monte le son|augmente le (?:son|volume)", "volume", True),
+        (r"moins fort|baisse le son|diminue le (?:son|volume)", "volume", False),
+        (r"plus vite", "speed", True),
+        (r"moins vite|plus lentement", "speed", False),
     ),
     "es": (
-        (re.compile(r"\bmás (?:de )?(?:brillante|luz|clar[oa])\b"), "brightness", True),
-        (re.compile(r"\b(?:más oscur[oa]|menos luz)\b"), "brightness", False),
-        (re.compile(r"\b(?:más (?:caliente|calor|cálid[oa]))\b"), "temperature", True),
-        (re.compile(r"\b(?:más (?:fresc[oa]|frí[oa]|frío)|menos calor)\b"), "temperature", False),
-        (re.compile(r"\b(?:más alto|más fuerte|sube el volumen|súbele)\b"), "volume", True),
-        (re.compile(r"\b(?:más bajo|más suave|baja el volumen|bájale)\b"), "volume", False),
-        (re.compile(r"\bsúbel[oa]s?\b"), None, True),
-        (re.compile(r"\bbájal[oa]s?\b"), None, False),
-        (re.compile(r"\bmás rápido\b"), "speed", True),
-        (re.compile(r"\bmás lento\b"), "speed", False),
+        (r"más (?:de )?(?:brillante|luz|clar[oa])", "brightness", True),
+        (r"más oscur[oa]|menos luz", "brightness", False),
+        (r"más (?:caliente|calor|cálid[oa])", "temperature", True),
+        (r"más (?:fresc[oa]|frí[oa]|frío)|menos calor", "temperature", False),
+        (r"más alto|más fuerte|sube el volumen|súbele", "volume", True),
+        (r"más bajo|más suave|baja el volumen|bájale", "volume", False),
+        (r"súbel[oa]s?", None, True),
+        (r"bájal[oa]s?", None, False),
+        (r"más rápido", "speed", True),
+        (r"más lento", "speed", False),
     ),
+}
+_OTHER_RELATIVE = {
+    language: tuple((re.compile(rf"\b(?:{words})\b"), quantity, up) for words, quantity, up in rows)
+    for language, rows in _OTHER_RELATIVE_WORDS.items()
 }
 # A value said outright ("auf 22 Grad", "à 20 %", "al 50"): not relative.
 _OTHER_ABSOLUTE = re.compile(r"\b(?:auf|à|a|al)\s+\d")
