@@ -6,9 +6,9 @@ block at the head of a conversation's first turn (the devices' states and the cl
 the minute), both prefilled in the background (see `prefix_warmup`), then the user's
 words: a warm request evaluates about its own words. The block holds every device of a
 small home; in a bigger one, the devices requests were about lately (a working set),
-and a request about others adds their lines to the block's list, after the block's own
-and before the clock, so the model reads one list. Follow-up turns carry the
-states of the devices they may concern.
+and a request about others adds the lines of those it may act on or read to the
+block's list, after the block's own and before the clock, so the model reads one list.
+Follow-up turns carry the states of the devices they may concern.
 
 An engine reuses the state of the prompt it last evaluated (and the tokens it generated)
 up to the first token a new prompt changes. A follow-up turn therefore evaluates only
@@ -259,6 +259,9 @@ class RoundCalls:
     named: Named = NAMES_NOTHING
     must_call: bool = False
     one_call: bool = False
+    # The devices whose states the turn shows, if not every shortlisted one: those a call
+    # of the whole request may target (the grammar offers no other).
+    shown: Sequence[str] | None = None
 
 
 class PromptBuilder:
@@ -327,16 +330,17 @@ class PromptBuilder:
             # Fixed for the turn's rounds and for later turns, so each prompt extends the
             # one before. The first turn opens with the home's states block (prefilled in
             # the background); a later one carries the states of what it may concern.
+            about = set(entity_ids if calls.shown is None else calls.shown)
             if len(users) == 1:
                 lines, shown = self.block_lines(toolbox)
                 if named.entity_ids and named.entity_ids <= shown:
                     more: dict[str, str] = {}  # what it names is in the block: nothing else is needed
                 else:
-                    more = self._lines_of(toolbox, sorted(set(entity_ids) - shown))
+                    more = self._lines_of(toolbox, sorted(about - shown))
                 text = first_turn(lines, clock_line(dt_util.now()), turn.content, list(more.values()))
                 turn_lines = self._lines_of(toolbox, shown) | more
             else:
-                now = self._lines_of(toolbox, sorted(set(entity_ids)))
+                now = self._lines_of(toolbox, sorted(about))
                 turn_lines = self._conversations.unseen(conversation_id, now)
                 text = later_turn(list(turn_lines.values()), turn.content)
             self._conversations.set_user_text(conversation_id, turn, text, turn_lines)

@@ -578,6 +578,9 @@ class _Rounds:
             # A part of a request joining several that asks an action ("... und schalte den
             # Handtuchwärmer ein"): the 0.5B read its device instead.
             acting=named in scope.parts and bool(named.services) and not scope.question,
+            # The turn shows the states of what the whole request may act on or read (a
+            # bigger home's shortlist is a dozen devices: ~300 tokens a request evaluates).
+            shown=scope.toolbox.fitting(scope.entity_ids, scope.named, *scope.parts),
         )
         request = self.agent.prompts.round_request(self.chat_log, scope.toolbox, self.fmt, calls)
         # Whatever the model writes, a question runs no action, and no action on a device

@@ -83,7 +83,7 @@ class Toolbox:
 
         For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
         """
-        fitting = [e for e in entity_ids if (entity := self.home.entity(e)) is None or named.fits(entity)]
+        fitting = self.fitting(entity_ids, named)
         tools = [
             *(
                 t
@@ -96,6 +96,11 @@ class Toolbox:
         ]
         order = {t.key: i for i, t in enumerate(self.compiled)}
         return sorted(tools, key=lambda t: order[t.key])
+
+    def fitting(self, entity_ids: Sequence[str], *named: Named) -> list[str]:
+        """Those of `entity_ids` that any of `named` fits (the devices a call may target),
+        and those this home does not know (found by a search)."""
+        return [e for e in entity_ids if (entity := self.home.entity(e)) is None or any(n.fits(entity) for n in named)]
 
     def _services_of(self, named: Named) -> Callable[[str], tuple[frozenset[str], ...]]:
         """What the request's verbs ask of each target (by entity id)."""

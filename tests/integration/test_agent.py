@@ -161,6 +161,11 @@ async def test_shortlist_keeps_prompt_and_grammar_to_the_request(
     assert "light.kitchen_lights" in grammar
     assert "vacuum.demo_vacuum_3_third_floor" not in grammar
     assert "find_entities" in grammar
+    # The turn shows the states of the devices a call may target, not of every device
+    # shortlisted (the block, in a home this big, holds the devices asked about lately).
+    turn = (engine.requests[0].prompt or "").rpartition("<|im_start|>user\n")[2]
+    shown = set(re.findall(r'"entity_id":"(\w+\.\w+)"', turn))
+    assert shown == {"light.kitchen_lights"}, turn
 
 
 async def test_tiny_model_output_always_parses(hass: HomeAssistant, agent: MockConfigEntry) -> None:
