@@ -47,7 +47,7 @@ from .const import (
     LOGGER,
 )
 from .core.follow_up import meant, says_an_action
-from .core.policy import is_correction, is_question, is_undo, reply_to_nothing
+from .core.policy import is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, named_in
 from .core.shortlist import shortlist
@@ -83,7 +83,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     language = chat_language(agent.hass, chat_log)
     if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance, language):
         return
-    if is_undo(utterance):
+    if is_undo(utterance) and (last_changes(chat_log)[0] or not undoes_only_a_change(utterance)):
         undone = await async_undo(agent.hass, chat_log, _context(chat_log))
         await async_say(chat_log, agent.entity_id, undone or "I have changed nothing in this conversation to undo.")
         return

@@ -827,6 +827,10 @@ async def test_undo_puts_back_what_the_last_turn_changed(hass: HomeAssistant, ag
     # Nothing changed in a new conversation: nothing to undo, and nothing is.
     speech, _conversation_id = await ask(hass, "undo that")
     assert speech == "I have changed nothing in this conversation to undo."
+    # ... but "go back" said first is a request of its own (HA's previous track), not an undo.
+    engine = script(agent, "Which player?")
+    speech, _conversation_id = await ask(hass, "go back")
+    assert speech == "Which player?" and len(engine.requests) == 1
 
 
 async def test_a_correction_puts_back_and_does_what_was_meant(hass: HomeAssistant, agent: MockConfigEntry) -> None:

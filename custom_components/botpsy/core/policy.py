@@ -108,6 +108,16 @@ def is_undo(text: str) -> bool:
     return bool(_UNDO.match(text))
 
 
+# "Go back" alone: undo after a change, else HA's previous track (HassMediaPrevious).
+_GO_BACK = re.compile(r"^\W*go back\W*$", re.IGNORECASE)
+
+
+def undoes_only_a_change(text: str) -> bool:
+    """Whether `text` asks to undo only where the conversation changed something: said
+    first, its words mean something else."""
+    return bool(_GO_BACK.match(text))
+
+
 def is_correction(text: str) -> bool:
     """Whether the request says the last action was on the wrong thing, and names the right one."""
     return bool(_CORRECTION.match(text))
