@@ -6,9 +6,9 @@ block at the head of a conversation's first turn (the devices' states and the cl
 the minute), both prefilled in the background (see `prefix_warmup`), then the user's
 words: a warm request evaluates about its own words. The block holds every device of a
 small home; in a bigger one, the devices requests were about lately (a working set),
-and a request about others adds the lines of those it may act on or read to the
-block's list, after the block's own and before the clock, so the model reads one list.
-Follow-up turns carry the states of the devices they may concern.
+and a request about others adds the lines of those it may act on or read after the
+clock, so that it evaluates them and its words only. Follow-up turns carry the states
+of the devices they may concern.
 
 An engine reuses the state of the prompt it last evaluated (and the tokens it generated)
 up to the first token a new prompt changes. A follow-up turn therefore evaluates only

@@ -61,14 +61,14 @@ def first_turn(lines: Sequence[str], clock: str, request: str, more: Sequence[st
     """A conversation's first turn: the states block (the devices' states as quoted JSON
     data, then the clock, which changes most often), then the request.
 
-    The lines of devices the request may concern that the block lacks (`more`) join its
-    list after the block's own: the model reads one list, and an engine that holds the
-    block evaluated keeps it up to them.
+    The lines of devices the request may concern that the block lacks (`more`) follow the
+    clock: an engine that holds the block evaluated (clock included) evaluates only them
+    and the words.
     """
-    devices = [*lines, *more]
-    head = [DEVICES_HEADING, *devices] if devices else []
+    head = [DEVICES_HEADING, *lines] if lines or more else []
     if clock:
         head.append(clock)
+    head += more
     return "\n".join(head) + f"\n\n{REQUEST_LABEL} {request}" if head else request
 
 
