@@ -193,21 +193,31 @@ def _climate(device: Device, rng: random.Random) -> list[MixRequest]:
     return [_act(text.format(device.name, degrees), device, _state(device, "temperature", degrees))]
 
 
+# Media player features (HA's MediaPlayerEntityFeature): a request asks only what the
+# player can do (a generated speaker has volume and sources, no pause or power).
+_PAUSE, _VOLUME_SET, _TURN_ON, _SELECT_SOURCE = 1, 4, 128, 2048
+
+
 def _media_player(device: Device, rng: random.Random) -> list[MixRequest]:
-    choice = rng.randrange(4)
+    features = device.attributes.get("supported_features")
+    can = (lambda feature: True) if features is None else (lambda feature: bool(int(features) & feature))
     sources = [str(s) for s in device.attributes.get("source_list") or ()]
-    if choice == 0:
+    choices = [
+        c
+        for c, feature in ((0, _VOLUME_SET), (1, _SELECT_SOURCE), (2, _PAUSE), (3, _TURN_ON))
+        if can(feature) and (c != 1 or sources)
+    ]
+    if not choices:
+        return []
+    choice = rng.choice(choices)
+    if choice == 0:  # a player that is on: an off one shows no volume or source
         percent = rng.choice(_PERCENTS)
-        return [
-            _act(
-                f"Set the volume of the {device.name} to {percent}%",
-                device,
-                _state(device, "volume_level", percent / 100, 0.011),
-            )
-        ]
-    if choice == 1 and sources:
+        volume = _state(device, "volume_level", percent / 100, 0.011)
+        return [_act(f"Set the volume of the {device.name} to {percent}%", device, volume, setup={"state": "on"})]
+    if choice == 1:
         source = rng.choice(sources)
-        return [_act(f"Switch the {device.name} to {source}", device, _state(device, "source", source))]
+        source_said = _state(device, "source", source)
+        return [_act(f"Switch the {device.name} to {source}", device, source_said, setup={"state": "on"})]
     if choice == 2:  # one playing
         return [_act(f"Pause the {device.name}", device, _state(device, "state", "paused"), setup={"state": "playing"})]
     return [_act(f"Turn on the {device.name}", device, _state(device, "state", "on"))]

@@ -185,13 +185,13 @@ ROOMS = (
 )  # fmt: skip
 # Domain, kind, attributes, features and state of each kind of device. Ceiling lights are
 # on (the benchmark's measured request turns one off; lamps stay off, its warm-up request
-# turns one on), locks locked, sensors at 21.5 °C, everything else off.
+# turns one on), locks locked, sensors and thermostats reading 21.5 °C, everything else off.
 _KINDS: tuple[tuple[str, str, dict[str, Any], int, str], ...] = (
     ("light", "ceiling light", {"supported_color_modes": ["brightness"]}, 0, "on"),
     ("light", "lamp", {"supported_color_modes": ["onoff"]}, 0, "off"),
     ("switch", "plug", {}, 0, "off"),
     ("fan", "fan", {"preset_modes": ["auto", "sleep"]}, FAN_SET_SPEED | FAN_PRESET, "off"),
-    ("climate", "thermostat", {"hvac_modes": ["off", "heat"]}, 1, "off"),
+    ("climate", "thermostat", {"hvac_modes": ["off", "heat"], "current_temperature": 21.5}, 1, "off"),
     ("media_player", "speaker", {"source_list": ["Radio", "Spotify"]}, PLAYER_VOLUME_SET | PLAYER_SELECT_SOURCE, "off"),
     ("sensor", "temperature", {"device_class": "temperature", "unit_of_measurement": "°C"}, 0, "21.5"),
     ("lock", "door lock", {}, 0, "locked"),

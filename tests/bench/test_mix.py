@@ -89,6 +89,20 @@ def test_a_small_mix_still_names_every_kind_of_device() -> None:
     assert {NOTHING, QUESTION, AREA} <= {r.kind for r in requests}
 
 
+def test_a_player_is_asked_only_what_it_can_do() -> None:
+    """A generated speaker has a volume and sources, no pause or power: it is not asked to
+    pause or turn on (it would do nothing, rightly)."""
+    requests = [r for r in mix_requests(generated_mapping(1000), 500) if r.domain == "media_player" and r.kind == ACT]
+    assert len(requests) > 10
+    assert not [r.text for r in requests if r.text.startswith(("Pause", "Turn on"))]
+    # Its volume and source are set while it is on (an off player shows neither).
+    assert all(next(iter(r.setup.values())) == {"state": "on"} for r in requests)
+    player = {"id": "media_player.tv", "name": "TV", "area": "den", "state": "off", "attributes": {}}
+    home = {"areas": [{"id": "den", "name": "Den"}], "entities": [player]}
+    texts = {r.text for seed in range(12) for r in mix_requests(home, 50, seed=seed) if r.kind == ACT}
+    assert any(t.startswith("Pause") for t in texts) and any(t.startswith("Turn on") for t in texts), texts
+
+
 def test_a_small_home_gives_what_it_has() -> None:
     requests = mix_requests(generated_mapping(25), 500)
     assert 25 < len(requests) < 500
