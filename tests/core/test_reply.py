@@ -29,6 +29,15 @@ def test_a_device_is_said_by_its_name_and_no_change_is_not_done() -> None:
     assert describe([same]) == "Porch Lamp: nothing changed."
 
 
+def test_a_device_switched_on_is_said_with_what_the_call_set() -> None:
+    """A fan put in auto mode turns on: its mode is said (the call set it), not every
+    attribute that came with the new state (its direction)."""
+    call = {"name": "fan", "arguments": {"entity_id": "fan.patio", "action": "set_preset_mode", "preset_mode": "auto"}}
+    new = {"preset_mode": (None, "auto"), "percentage": (None, 100), "direction": (None, "forward")}
+    change = {"entity_id": "fan.patio", "name": "Patio fan", "old_state": "off", "new_state": "on", "attributes": new}
+    assert describe([{**call, "changes": [change]}]) == "Patio fan: off → on, preset mode auto, speed 100."
+
+
 def test_an_intents_failure_says_why_without_call_syntax() -> None:
     failed = {"name": "intent__HassTurnOff", "error": "MatchFailedError", "error_text": "No device named Garage"}
     assert describe([failed]) == "I did not change anything: No device named Garage."

@@ -64,11 +64,11 @@ def describe(results: Sequence[Mapping[str, Any]]) -> str:
             for key, (old, new) in (change.get("attributes") or {}).items():
                 # Attributes that vanished with the new state (a light's brightness when
                 # it turns off) are no news; of those that came with it (a light turned
-                # on), only what people ask about, said as it is now.
-                if new is None or (switched and old is None and key not in _FACTS):
+                # on), only what people ask about or the call set, said as it is now.
+                if new is None or (switched and old is None and key not in _FACTS and key not in arguments):
                     continue
                 parts.append(
-                    f"{_FACTS[key]} {attribute_value(key, new)}"
+                    f"{_FACTS.get(key, key.replace('_', ' '))} {attribute_value(key, new)}"
                     if switched and old is None
                     else _attribute(key, old, new)
                 )
