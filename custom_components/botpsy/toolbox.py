@@ -18,7 +18,7 @@ from botpsy_runtime.formats import ToolCall
 
 from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
-from .core.requested import Named, SaidLevels, by_levels, by_verb
+from .core.requested import Named, SaidLevels, by_levels, by_options, by_verb
 from .core.shortlist import restrict
 from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
@@ -84,12 +84,12 @@ class Toolbox:
         For the grammar: the prompt shows every tool (`schemas`), the grammar only these.
         """
         fitting = self.fitting(entity_ids, named)
+        verbs = by_verb(restrict(self.compiled, fitting), self._services_of(named))
+        by_words = by_levels(verbs, self._levels_of(named))
         tools = [
             *(
                 t
-                for t in by_levels(
-                    by_verb(restrict(self.compiled, fitting), self._services_of(named)), self._levels_of(named)
-                )
+                for t in by_options(by_words, self._option_words_of(named))
                 if (t.read_only or not read_only) and not (acting and t.read_only)
             ),
             *(t for t in self.compiled if not t.targets and not acting),
@@ -118,6 +118,15 @@ class Toolbox:
             return named.levels_for(self.home.entity(entity_id))
 
         return levels
+
+    def _option_words_of(self, named: Named) -> Callable[[str], str]:
+        """The words that may say each target's options (by entity id)."""
+
+        def words(entity_id: str) -> str:
+            entity = self.home.entity(entity_id)
+            return named.option_words_for(entity) if entity is not None else ""
+
+        return words
 
     def others_for_request(self, entity_ids: Sequence[str], named: Named, *, read_only: bool = False) -> list[Tool]:
         """The other APIs' tools (HA's intents) as the grammar writes them for this request:

@@ -8,10 +8,18 @@ import re
 import pytest
 
 from custom_components.botpsy.core.home import HomeEntity
-from custom_components.botpsy.core.requested import KINDS, NAMES_NOTHING, _mentions, by_verb, named_in
+from custom_components.botpsy.core.requested import (
+    KINDS,
+    NAMES_NOTHING,
+    _mentions,
+    by_levels,
+    by_options,
+    by_verb,
+    named_in,
+)
 from custom_components.botpsy.core.shortlist import restrict
-from custom_components.botpsy.core.tools import Tool
-from scripts.testing.sample_home import generated_home
+from custom_components.botpsy.core.tools import OPTION_PARAMS, Tool, compile_tools
+from scripts.testing.sample_home import generated_home, sample_home
 
 HOME = (
     HomeEntity("fan.ceiling", "Ceiling Fan", area="Living Room"),
@@ -469,6 +477,42 @@ def test_the_verb_picks_the_service(request_: str, kept: set[str]) -> None:
     fitting = [e.entity_id for e in VERB_HOME if named.fits(e)]
     services = {e.entity_id: named.services_for(e) for e in VERB_HOME}
     assert {t.key for t in by_verb(restrict(VERB_TOOLS, fitting), services.__getitem__)} == kept
+
+
+@pytest.mark.parametrize(
+    ("request_", "offered"),
+    [
+        # One of the device's own options said: the call that sets it, to it (the 0.5B set
+        # the fan's speed to 0 for "auto mode").
+        ("put the bedroom fan in auto mode", {("fan.set_preset_mode", ("auto",))}),
+        ("switch the TV to Netflix", {("media_player.select_source", ("Netflix",))}),
+        (
+            "set the living room thermostat to heat",
+            {("climate.set_hvac_mode", ("heat",))},
+        ),
+        # Switched off, a device chooses no option ("sleep" is no preset here): unchanged.
+        (
+            "turn off the bedroom fan, I'm going to sleep",
+            {("fan.set_percentage", ()), ("fan.set_preset_mode", ("auto", "sleep"))},
+        ),
+        # A temperature said is set; the option alone does not decide ("heat ... to 22").
+        ("heat the living room thermostat to 22", {("climate.set_temperature", ())}),
+    ],
+)
+def test_an_option_said_picks_the_call_that_sets_it(request_: str, offered: set[tuple[str, tuple[str, ...]]]) -> None:
+    home = sample_home()
+    named = named_in(request_, home.entities)
+    fitting = [e.entity_id for e in home.entities if named.fits(e) and e.domain != "sensor"]
+    entity = {e.entity_id: e for e in home.entities}
+    verbs = by_verb(restrict(compile_tools(home), fitting), lambda e: named.services_for(entity[e]))
+    levels = by_levels(verbs, lambda e: named.levels_for(entity[e]))
+    kept = {
+        (t.key, next((p.options for p in params if p.name in OPTION_PARAMS), ()))
+        for t in by_options(levels, lambda e: named.option_words_for(entity[e]))
+        if not t.read_only
+        for params in t.targets.values()
+    }
+    assert kept == offered
 
 
 def test_a_greeting_names_no_device_by_part() -> None:

@@ -18,7 +18,7 @@ import re
 from .home import HomeEntity
 from .policy import is_social
 from .shortlist import DOMAIN_WORDS
-from .tools import Param, Tool
+from .tools import OPTION_PARAMS, Param, Tool
 
 
 def _cover(*classes: str) -> Callable[[HomeEntity], bool]:
@@ -200,10 +200,22 @@ class Named:
     share: float | None = None
     # ... or as a temperature ("auf 22 Grad"): the 0.5B set 22 for "a 20 grados".
     degrees: float | None = None
+    # Its words, less the names of the devices it names: where it says one of a device's
+    # own options ("the fan in auto mode", "the TV to Netflix"; see `by_options`).
+    words: str = ""
 
     def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
+
+    def option_words_for(self, entity: HomeEntity) -> str:
+        """The words that may say one of `entity`'s options (those of the part of the
+        request that names it, if any): none where they say a level ("heat the bedroom to
+        22" is a temperature) or switch it off ("off to sleep" chooses no "sleep" preset)."""
+        part = next((part for part in self.parts if part.fits(entity)), self)
+        if part.share is not None or part.degrees is not None or part.services in SWITCHED_OFF:
+            return ""
+        return part.words
 
     def levels_for(self, entity: HomeEntity | None) -> SaidLevels:
         """Whether a level may be set on `entity`, and the share of the whole or the
@@ -417,6 +429,52 @@ def _fixed(params: tuple[Param, ...], said: SaidLevels) -> tuple[Param, ...]:
     value = values[level.name]
     rest = (p for p in params if p.name not in LEVEL_PARAMS)
     return (replace(level, required=True, minimum=value, maximum=value, group=None), *rest)
+
+
+# What a request that switches a device off asks ("turn off the fan, I'm off to sleep"
+# chooses no "sleep" preset).
+SWITCHED_OFF = (_OFF, _MEDIA_OFF)
+# Options that are no choice of their own: a verb says them ("turn off": turn_off).
+_NOT_OPTIONS = frozenset({"on", "off", "none", "unknown"})
+
+
+def by_options(tools: Iterable[Tool], words_for: Callable[[str], str]) -> tuple[Tool, ...]:
+    """`tools` with each target whose words (`words_for`) say one of its own options (a
+    preset mode, a source, an HVAC mode: "put the fan in auto mode", "the TV to Netflix")
+    kept only in the calls that set it, to it; unchanged where they say none of them, or
+    several. The 0.5B set the fan's speed to 0 for "auto mode"."""
+    tools = tuple(tools)
+    said: dict[str, set[str]] = {}
+    for tool in tools:
+        for entity_id, params in tool.targets.items():
+            if tool.read_only or not (words := words_for(entity_id)):
+                continue
+            for param in params:
+                if param.name in OPTION_PARAMS:
+                    said.setdefault(entity_id, set()).update(o for o in param.options if _says_option(words, o))
+    chosen = {entity_id: options.pop() for entity_id, options in said.items() if len(options) == 1}
+    if not chosen:
+        return tools
+    result = []
+    for tool in tools:
+        targets = {}
+        for entity_id, params in tool.targets.items():
+            option = chosen.get(entity_id)
+            if tool.read_only or option is None:
+                targets[entity_id] = params
+            elif setting := next((p for p in params if p.name in OPTION_PARAMS and option in p.options), None):
+                fixed = replace(setting, options=(option,), required=True)
+                targets[entity_id] = tuple(fixed if p is setting else p for p in params)
+        if targets or not tool.targets:
+            result.append(replace(tool, targets=targets) if tool.targets else tool)
+    return tuple(result)
+
+
+def _says_option(words: str, option: str) -> bool:
+    said = option.lower().replace("_", " ")
+    if said in _NOT_OPTIONS or len(said) < 3:
+        return False
+    return re.search(rf"(?<!\w){re.escape(said)}(?!\w)", words) is not None
 
 
 # What is said of an item on a list: it goes on, or is done ("tick that off").
@@ -722,6 +780,7 @@ def named_in(
             closest=_closest(text, entities, partly),
             services=() if several else services,
             parts=_parts(request, entities, here) if several and whole else (),
+            words=text,
         )
     # "Switch it on" says no switch.
     unswitched = _SWITCH_VERB.sub(" ", text)
@@ -733,7 +792,7 @@ def named_in(
     any_domain = not domains and bool(_EVERYTHING.search(text))
     # "Make it a degree warmer" after setting one thermostat: that one, not every one.
     if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
-        return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services)
+        return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services, words=text)
     of = None if any_domain else domains
     closest = _closest(text, entities, partly)
     # "Turn them both off": every one of the devices the conversation was about, not one.
@@ -749,6 +808,7 @@ def named_in(
         partly=partly,
         closest=closest,
         services=services,
+        words=text,
     )
 
 

@@ -70,6 +70,8 @@ _OPTION_LISTS = {
     "preset_mode": "preset_modes", "fan_mode": "fan_modes", "swing_mode": "swing_modes",
     "swing_horizontal_mode": "swing_horizontal_modes", "mode": "available_modes", "operation_mode": "operation_list",
 }  # fmt: skip
+# The arguments that choose one of an entity's own options (see `requested.by_options`).
+OPTION_PARAMS = frozenset({*_OPTION_LISTS, "hvac_mode", "option"})
 # A state selector without an attribute offers the entity's own states.
 _STATE_LISTS = {
     "climate": "hvac_modes", "select": "options", "input_select": "options", "water_heater": "operation_list",
