@@ -10,6 +10,7 @@ from homeassistant.components.conversation.models import AbstractConversationAge
 from homeassistant.config_entries import ConfigSubentry
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import HomeAssistant
+from homeassistant.helpers import intent, llm
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from . import BotPsyConfigEntry
@@ -103,4 +104,28 @@ class BotPsyConversationEntity(conversation.ConversationEntity, AbstractConversa
         except conversation.ConverseError as err:
             return err.as_conversation_result()
         await self._async_handle_chat_log(chat_log, user_input.text)
-        return conversation.async_get_result_from_chat_log(user_input, chat_log)
+        return _with_outcome(conversation.async_get_result_from_chat_log(user_input, chat_log), chat_log)
+
+
+def _with_outcome(
+    result: conversation.ConversationResult, chat_log: conversation.ChatLog
+) -> conversation.ConversationResult:
+    """HA's result carries the response of the turn's last HA intent. Where BotPsy's own
+    tools ran last, and did not fail, their outcome is the turn's: an answer (they read)
+    or an action done, with the same speech; not an intent's error before them (HA's
+    reading found two thermostats, BotPsy's read answered)."""
+    turn = chat_log.content[chat_log.llm_input_provided_index :]
+    last = next((c for c in reversed(turn) if isinstance(c, conversation.ToolResultContent)), None)
+    data = last.result.data if last is not None else None
+    if last is None or isinstance(data, llm.IntentResponseDict) or (isinstance(data, dict) and data.get("error")):
+        return result
+    response = intent.IntentResponse(language=result.response.language)
+    tool = next((t for t in chat_log.llm_api.tools if t.name == last.tool_name), None) if chat_log.llm_api else None
+    if tool is not None and tool.annotations.read_only:
+        response.response_type = intent.IntentResponseType.QUERY_ANSWER
+    response.async_set_speech(result.response.speech.get("plain", {}).get("speech", ""))
+    return conversation.ConversationResult(
+        response=response,
+        conversation_id=result.conversation_id,
+        continue_conversation=result.continue_conversation,
+    )
