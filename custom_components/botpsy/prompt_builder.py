@@ -259,9 +259,9 @@ class RoundCalls:
     named: Named = NAMES_NOTHING
     must_call: bool = False
     one_call: bool = False
-    # The devices whose states the turn shows, if not every shortlisted one: those a call
-    # of the whole request may target (the grammar offers no other).
-    shown: Sequence[str] | None = None
+    # The devices whose states the turn shows: those of the shortlist a call of the whole
+    # request may target (`Toolbox.fitting`; the grammar offers no other).
+    shown: Sequence[str] = ()
 
 
 class PromptBuilder:
@@ -330,7 +330,7 @@ class PromptBuilder:
             # Fixed for the turn's rounds and for later turns, so each prompt extends the
             # one before. The first turn opens with the home's states block (prefilled in
             # the background); a later one carries the states of what it may concern.
-            about = set(entity_ids if calls.shown is None else calls.shown)
+            about = set(calls.shown)
             if len(users) == 1:
                 lines, shown = self.block_lines(toolbox)
                 if named.entity_ids and named.entity_ids <= shown:

@@ -716,7 +716,7 @@ async def async_plan(agent: BotPsyLLMEntity, text: str, context: Context, langua
         fmt = _call_format(agent)
         entity_ids = shortlist(toolbox.home.entities, text)
         named = named_in(text, toolbox.home.entities)
-        calls = RoundCalls(entity_ids, with_tools=True, named=named)
+        calls = RoundCalls(entity_ids, with_tools=True, named=named, shown=toolbox.fitting(entity_ids, named))
         request = agent.prompts.round_request(chat_log, toolbox, fmt, calls)
         output = ""
         try:

@@ -23,6 +23,8 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any
 
+from homeassistant.components.media_player import MediaPlayerEntityFeature
+
 if TYPE_CHECKING:
     from homeassistant.core import HomeAssistant
 
@@ -193,34 +195,39 @@ def _climate(device: Device, rng: random.Random) -> list[MixRequest]:
     return [_act(text.format(device.name, degrees), device, _state(device, "temperature", degrees))]
 
 
-# Media player features (HA's MediaPlayerEntityFeature): a request asks only what the
-# player can do (a generated speaker has volume and sources, no pause or power).
-_PAUSE, _VOLUME_SET, _TURN_ON, _SELECT_SOURCE = 1, 4, 128, 2048
-
-
 def _media_player(device: Device, rng: random.Random) -> list[MixRequest]:
-    features = device.attributes.get("supported_features")
-    can = (lambda feature: True) if features is None else (lambda feature: bool(int(features) & feature))
+    """A request the player can do (by its features, HA's MediaPlayerEntityFeature: a
+    generated speaker has a volume and sources, no pause or power); its volume or source
+    set while it is on (an off player shows neither)."""
     sources = [str(s) for s in device.attributes.get("source_list") or ()]
-    choices = [
-        c
-        for c, feature in ((0, _VOLUME_SET), (1, _SELECT_SOURCE), (2, _PAUSE), (3, _TURN_ON))
-        if can(feature) and (c != 1 or sources)
-    ]
-    if not choices:
-        return []
-    choice = rng.choice(choices)
-    if choice == 0:  # a player that is on: an off one shows no volume or source
+    on = {"state": "on"}
+
+    def volume() -> MixRequest:
         percent = rng.choice(_PERCENTS)
-        volume = _state(device, "volume_level", percent / 100, 0.011)
-        return [_act(f"Set the volume of the {device.name} to {percent}%", device, volume, setup={"state": "on"})]
-    if choice == 1:
-        source = rng.choice(sources)
-        source_said = _state(device, "source", source)
-        return [_act(f"Switch the {device.name} to {source}", device, source_said, setup={"state": "on"})]
-    if choice == 2:  # one playing
-        return [_act(f"Pause the {device.name}", device, _state(device, "state", "paused"), setup={"state": "playing"})]
-    return [_act(f"Turn on the {device.name}", device, _state(device, "state", "on"))]
+        level = _state(device, "volume_level", percent / 100, 0.011)
+        return _act(f"Set the volume of the {device.name} to {percent}%", device, level, setup=on)
+
+    def source() -> MixRequest:
+        name = rng.choice(sources)
+        return _act(f"Switch the {device.name} to {name}", device, _state(device, "source", name), setup=on)
+
+    def pause() -> MixRequest:  # one playing
+        return _act(f"Pause the {device.name}", device, _state(device, "state", "paused"), setup={"state": "playing"})
+
+    def turn_on() -> MixRequest:
+        return _act(f"Turn on the {device.name}", device, _state(device, "state", "on"))
+
+    features = device.attributes.get("supported_features")
+    feature = MediaPlayerEntityFeature
+    choices = [
+        make
+        for needed, make in (
+            (feature.VOLUME_SET, volume), (feature.SELECT_SOURCE, source),
+            (feature.PAUSE, pause), (feature.TURN_ON, turn_on),
+        )
+        if (features is None or int(features) & needed) and (make is not source or sources)
+    ]  # fmt: skip
+    return [rng.choice(choices)()] if choices else []
 
 
 def _lock(device: Device, rng: random.Random) -> list[MixRequest]:

@@ -444,29 +444,30 @@ def by_options(tools: Iterable[Tool], words_for: Callable[[str], str]) -> tuple[
     kept only in the calls that set it, to it; unchanged where they say none of them, or
     several. The 0.5B set the fan's speed to 0 for "auto mode"."""
     tools = tuple(tools)
+    acting = [tool for tool in tools if not tool.read_only]
     said: dict[str, set[str]] = {}
-    for tool in tools:
+    for tool in acting:
         for entity_id, params in tool.targets.items():
-            if tool.read_only or not (words := words_for(entity_id)):
-                continue
-            for param in params:
-                if param.name in OPTION_PARAMS:
-                    said.setdefault(entity_id, set()).update(o for o in param.options if _says_option(words, o))
+            if words := words_for(entity_id):
+                options = (o for p in params if p.name in OPTION_PARAMS for o in p.options if _says_option(words, o))
+                said.setdefault(entity_id, set()).update(options)
     chosen = {entity_id: options.pop() for entity_id, options in said.items() if len(options) == 1}
     if not chosen:
         return tools
     result = []
     for tool in tools:
+        if tool.read_only or not tool.targets:
+            result.append(tool)
+            continue
         targets = {}
         for entity_id, params in tool.targets.items():
-            option = chosen.get(entity_id)
-            if tool.read_only or option is None:
+            if (option := chosen.get(entity_id)) is None:
                 targets[entity_id] = params
             elif setting := next((p for p in params if p.name in OPTION_PARAMS and option in p.options), None):
                 fixed = replace(setting, options=(option,), required=True)
                 targets[entity_id] = tuple(fixed if p is setting else p for p in params)
-        if targets or not tool.targets:
-            result.append(replace(tool, targets=targets) if tool.targets else tool)
+        if targets:
+            result.append(replace(tool, targets=targets))
     return tuple(result)
 
 
