@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import llama_cpp
 import pytest
 
 from botpsy_runtime.errors import ModelLoadError
@@ -53,3 +54,23 @@ def test_unknown_version(tiny_model: Path, tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(ModelLoadError, match="version 99"):
         read_gguf_metadata(path)
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "qwen35"])
+def test_kv_cache_bytes_is_what_llama_cpp_keeps_per_cell(tiny_models: dict[str, Path], arch: str) -> None:
+    """Each evaluated token grows the sequence's saved state by one cell of K and V (and the
+    cell's position and sequence ids, a few bytes)."""
+    meta = read_gguf_metadata(tiny_models[arch])
+    llm = llama_cpp.Llama(model_path=str(tiny_models[arch]), n_ctx=256, n_threads=1, verbose=False)
+    try:
+        sizes = []
+        for count in (8, 40):
+            llm.reset()
+            llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+            llm.eval(list(range(10, 10 + count)))
+            sizes.append(llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0))
+    finally:
+        llm.close()
+    cells = meta.kv_cache_bytes(40) - meta.kv_cache_bytes(8)
+    assert 0 < cells <= sizes[1] - sizes[0] <= cells + 32 * 32
+    assert meta.kv_cache_bytes(256) == 256 * meta.kv_cache_bytes(1)

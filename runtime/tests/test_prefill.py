@@ -61,6 +61,8 @@ async def test_a_request_after_prefill_evaluates_only_its_suffix(engine: Embedde
     assert again.cached_tokens == prefix_tokens
     health = await engine.async_health()
     assert "state snapshots" in health.detail and not health.detail.startswith("worker 0")
+    memory = await engine.async_snapshot_memory()
+    assert memory["snapshots"] >= 1 and memory["snapshot_bytes"] > 0
 
 
 async def test_prefilled_state_gives_the_same_answer(engine: EmbeddedEngine) -> None:

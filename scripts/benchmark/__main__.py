@@ -234,7 +234,9 @@ async def scaling(model: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 async def realistic_mix(model: Path, args: argparse.Namespace, context: dict[str, Any]) -> dict[str, Any]:
     """--mix-requests different requests (mix.mix_requests, --mix-seed) on each generated
-    home of --mix-sizes, each asked once, in random order, with no warm-up before it."""
+    home of --mix-sizes, each asked once, in random order, with no warm-up before it; then
+    the worker's memory beside the model's."""
+    meta = read_gguf_metadata(str(model))
     found: dict[str, Any] = {}
     floors = False
     for size in args.mix_sizes:
@@ -242,9 +244,9 @@ async def realistic_mix(model: Path, args: argparse.Namespace, context: dict[str
         floors = floors or bool(mapping.get("floors"))
         requests = mix_requests(mapping, args.mix_requests, args.mix_seed)
         async with home_with_agent(mapping, model, None, args.threads, args.force_call) as bench:
-            context.setdefault("engine_options", engine_options(bench))
+            options = context.setdefault("engine_options", engine_options(bench))
             results = await async_run_mix(bench, requests, f"{size} entities")
-            found[str(size)] = mix_figures(results) | {"rss_mb": bench.rss_mb()}
+            found[str(size)] = mix_figures(results) | await bench.async_memory(meta, options["n_ctx"])
     key, ratio = mix_ratio(found)
     if key:
         found[key] = ratio

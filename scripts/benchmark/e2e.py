@@ -20,6 +20,7 @@ from homeassistant.helpers import entity_registry as er, intent
 from homeassistant.helpers.entity_component import DATA_INSTANCES
 
 from botpsy_runtime.engine import Engine
+from botpsy_runtime.gguf_metadata import GGUFMetadata
 from custom_components.botpsy.const import CONF_PREFER_LOCAL_INTENTS
 from scripts.evaluation.agents import Agent
 from scripts.evaluation.fixtures import HomeFixture
@@ -259,6 +260,21 @@ class AgentBench:
         count = self.engine.async_count_tokens
         empty = await count("")
         return await count(prompt) - await count(prompt[:start]), await count(utterance) - empty
+
+    async def async_memory(self, meta: GGUFMetadata, n_ctx: int) -> dict[str, Any]:
+        """The worker's resident memory beside what the model needs (its file, mapped, and
+        its KV cache at `n_ctx` cells), and the part the kept state snapshots take."""
+        snapshots = getattr(self.engine, "async_snapshot_memory", None)
+        held = (await snapshots()).get("snapshot_bytes") if snapshots else None
+        rss = self.rss_mb()
+        needed = (meta.file_size + meta.kv_cache_bytes(n_ctx)) / 2**20
+        return {
+            "rss_mb": rss,
+            "gguf_mb": round(meta.file_size / 2**20, 1),
+            "kv_cache_mb": round(meta.kv_cache_bytes(n_ctx) / 2**20, 1),
+            "snapshot_mb": round(held / 2**20, 1) if held is not None else None,
+            "rss_over_gguf_kv": round(rss / needed, 3) if rss else None,
+        }
 
     def rss_mb(self) -> float | None:
         rss = getattr(self.engine, "worker_rss_bytes", None)

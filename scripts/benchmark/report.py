@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .e2e import SEGMENTS
-from .mix import GOALS as MIX_GOALS, RATIO_GOAL as MIX_RATIO_GOAL, mix_ratio
+from .mix import GOALS as MIX_GOALS, MEMORY_GOAL, RATIO_GOAL as MIX_RATIO_GOAL, mix_ratio
 
 HEADLINE = (
     ("warm_latency_s", "warm end-to-end latency (s)"),
@@ -280,8 +280,13 @@ def mix_section(mix: dict[str, Any]) -> list[str]:
         "event_loop_worst_stall_ms",
         "gc_worst_pause_ms",
         "rss_mb",
+        "gguf_mb",
+        "kv_cache_mb",
+        "snapshot_mb",
     ):
         rows.append([f"`{key}`", *(mix[n].get(key) for n in sizes), ""])
+    ratio = "rss_over_gguf_kv"
+    rows.append([f"`{ratio}`", *(_met(mix[n].get(ratio), MEMORY_GOAL) for n in sizes), f"<= {MEMORY_GOAL}"])
     lines += _table(["figure", *(f"{n} entities" for n in sizes), "goal"], rows)
     key, _ = mix_ratio(mix)
     if key:

@@ -212,6 +212,8 @@ def test_mix_figures_from_given_results() -> None:
 def mix_report() -> dict[str, Any]:
     fast = mix_figures([result(0.1 * v) for v in range(1, 11)])
     slow = mix_figures([result(0.15 * v, right=v != 3) for v in range(1, 11)])
+    fast |= {"rss_mb": 700.0, "gguf_mb": 469.0, "kv_cache_mb": 96.0, "snapshot_mb": 40.0, "rss_over_gguf_kv": 1.239}
+    slow |= {"rss_mb": 990.0, "gguf_mb": 469.0, "kv_cache_mb": 96.0, "snapshot_mb": 200.0, "rss_over_gguf_kv": 1.752}
     mix: dict[str, Any] = {"200": fast, "1000": slow, "seed": 27, "floors": False}
     key, ratio = mix_ratio(mix)
     mix[key] = ratio
@@ -239,6 +241,7 @@ def test_a_mix_only_report_has_its_section_goals_and_plot(tmp_path: Path) -> Non
     assert "`p90_1000_over_200`: 1.5 (missed)" in text
     assert "| `max_s` | 1 (met) | 1.5 (met) | <= 2.0 |" in text
     assert "Wrong outcomes, 1000 entities" in text
+    assert "| `rss_over_gguf_kv` | 1.239 (met) | 1.752 (missed) | <= 1.3 |" in text
     assert "- 1.500 s (10 tokens evaluated, 0.000 s prefill, 0.000 s decoding 0 tokens, 1 round(s)): 'r1.5'" in text
     assert "mix `p90_s`" in summary(report)
     assert [p.name for p in plots(report, tmp_path)] == ["mix.png"]

@@ -369,15 +369,21 @@ class EmbeddedEngine:
         """Whether the worker answers a ping within 5 seconds, and the state snapshots it keeps."""
         if self.pid is None:
             return EngineHealth(False, "worker not running")
-        memory: dict[str, int] = {}
         try:
-            async with asyncio.timeout(5), self._lock:
-                async for reply in self._request({"op": "ping"}):
-                    memory = reply["result"]
+            memory = await self.async_snapshot_memory()
         except (TimeoutError, EngineError) as err:
             return EngineHealth(False, str(err) or "worker busy or not answering")
         snapshots = f"{memory.get('snapshots', 0)} state snapshots ({memory.get('snapshot_bytes', 0) >> 10} KiB)"
         return EngineHealth(True, f"worker {self.pid} answering; {snapshots}")
+
+    async def async_snapshot_memory(self) -> dict[str, int]:
+        """The state snapshots the worker keeps: how many (`snapshots`) and their bytes
+        (`snapshot_bytes`). Raises TimeoutError when the worker does not answer in 5 seconds."""
+        memory: dict[str, int] = {}
+        async with asyncio.timeout(5), self._lock:
+            async for reply in self._request({"op": "ping"}):
+                memory = reply["result"]
+        return memory
 
     def worker_rss_bytes(self) -> int | None:
         """Resident memory of the worker, from /proc (Linux)."""

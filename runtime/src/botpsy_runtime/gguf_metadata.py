@@ -40,6 +40,25 @@ class GGUFMetadata:
     file_size: int
     values: dict[str, object]
 
+    def kv_cache_bytes(self, n_ctx: int) -> int:
+        """Bytes of the K and V cache llama.cpp allocates for `n_ctx` cells (f16, its default
+        type) over the attention layers: what a loaded model takes beside its weights. A
+        hybrid model's recurrent layers hold a state of fixed size instead, not counted."""
+        arch = self.architecture
+        layers = self._int(f"{arch}.block_count")
+        heads = self._int(f"{arch}.attention.head_count") or 1
+        key = self._int(f"{arch}.attention.key_length") or self._int(f"{arch}.embedding_length") // heads
+        value = self._int(f"{arch}.attention.value_length") or key
+        kv_heads = self.values.get(f"{arch}.attention.head_count_kv", heads)
+        per_layer = kv_heads if isinstance(kv_heads, list) else [kv_heads] * layers
+        interval = self._int(f"{arch}.full_attention_interval")
+        attention = [int(h) for i, h in enumerate(per_layer) if not interval or (i + 1) % interval == 0]
+        return n_ctx * sum(h * (key + value) for h in attention) * 2
+
+    def _int(self, key: str) -> int:
+        value = self.values.get(key)
+        return value if isinstance(value, int) else 0
+
 
 class _Reader:
     def __init__(self, stream: BinaryIO) -> None:
