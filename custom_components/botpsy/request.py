@@ -51,7 +51,6 @@ from .core.policy import is_correction, is_question, is_undo, reply_to_nothing, 
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, named_in
 from .core.shortlist import shortlist
-from .core.tools import GET_STATE
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
 from .follow_ups import acted, follow_up_calls, turns
@@ -125,7 +124,9 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     if reply is None and not exact:
         reply = scope.early_answer()
     if reply is None and not exact and (holder := scope.holder_asked_about()) is not None:
-        reply = await _async_read_contents(agent, chat_log, scope, holder)
+        reply = await _async_read(agent, chat_log, scope, [holder])
+    if reply is None and not exact and (readings := scope.readings_asked()):
+        reply = await _async_read(agent, chat_log, scope, readings)
     if reply is None:
         reply = await _async_rounds(agent, chat_log, scope, exact)
         # In a bigger home, the states block shows what requests were about lately.
@@ -297,6 +298,21 @@ class Scope:
         """A failure said in the request's language (BotPsy's phrase `key`)."""
         return self.phrases.say(key) if self.phrases else english
 
+    def readings_asked(self) -> list[str]:
+        """Of a question that names a kind of device in a place and no device of its own
+        ("what is the temperature in the office?", "are the blinds upstairs open?"), that
+        HA's sentences did not answer: every device of the kind there that BotPsy can read,
+        as HA's intents read a kind in a place (`Named.all_that_fit`), when they are at most
+        MAX_READINGS; else none, and the model reads."""
+        named = self.named
+        if not self.question or not named.kinds or not (named.areas or named.floors):
+            return []
+        if named.entity_ids or named.partly or self.outside:
+            return []
+        fitting = [e.entity_id for e in self.toolbox.home.entities if named.fits(e)]
+        readable = [e for e in fitting if self.toolbox.reader(e) is not None]
+        return readable if 0 < len(readable) == len(fitting) <= MAX_READINGS else []
+
     def holder_asked_about(self) -> str | None:
         """The one to-do list, calendar or weather entity a question is about ("what's on my
         shopping list?", "will it rain tomorrow?"), or the one device that tells of
@@ -349,26 +365,29 @@ _FORECAST = re.compile(r"\b(?:cold|warm|hot|low|high|freez|frost|degree|temperat
 CONTENT_DOMAINS = frozenset({"todo", "calendar", "weather"})
 
 
-async def _async_read_contents(
-    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope, entity_id: str
+async def _async_read(
+    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope, entity_ids: list[str]
 ) -> str | None:
-    """Read `entity_id` with BotPsy's get_state through the chat log (a call like the
+    """Read `entity_ids` with BotPsy's get_state through the chat log (calls like the
     model's, run by HA's LLM API); the answer is what was read. None if the tool is missing."""
-    tool = next(
-        (t for t in scope.toolbox.compiled if t.read_only and entity_id in t.targets and GET_STATE in t.name), None
-    )
-    if tool is None or chat_log.llm_api is None:
+    calls = [
+        llm.ToolInput(tool_name=tool.name, tool_args={"entity_id": entity_id})
+        for entity_id in entity_ids
+        if (tool := scope.toolbox.reader(entity_id)) is not None
+    ]
+    if len(calls) < len(entity_ids) or chat_log.llm_api is None:
         return None
-    call = llm.ToolInput(tool_name=tool.name, tool_args={"entity_id": entity_id})
     results = [
         {"name": r.tool_name, **(r.result.data if isinstance(r.result.data, dict) else {})}
         async for r in chat_log.async_add_assistant_content(
-            conversation.AssistantContent(agent.entity_id, tool_calls=[call])
+            conversation.AssistantContent(agent.entity_id, tool_calls=calls)
         )
     ]
     return scope.said_states(results) or None
 
 
+# The most devices a question is answered about without the model (each is said).
+MAX_READINGS = 6
 # How the question that asks which device begins (answered in the next turn).
 WHICH = "Which"
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}

@@ -20,7 +20,7 @@ from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
 from .core.requested import Named, SaidLevels, by_levels, by_options, by_verb
 from .core.shortlist import restrict
-from .core.tools import ACTION, Tool, function_schemas, home_vocabulary, schema_tool
+from .core.tools import ACTION, GET_STATE, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
 from .llm_api import CompiledTool
 from .targets import Target, UnresolvedError, async_intent_call_targets, own_call_targets, states_named
@@ -146,6 +146,10 @@ class Toolbox:
             if (written := schema_tool(tool.name, parameters, reading if tool.annotations.read_only else writing))
             is not None
         ]
+
+    def reader(self, entity_id: str) -> Tool | None:
+        """The get_state tool that reads `entity_id`, if the home exposes it to one."""
+        return next((t for t in self.compiled if t.read_only and entity_id in t.targets and GET_STATE in t.name), None)
 
     def writes(self, name: str) -> bool:
         """Whether the tool `name` may change the home (a compiled action, or another

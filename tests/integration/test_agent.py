@@ -313,15 +313,17 @@ async def test_assist_and_botpsy_together(hass: HomeAssistant, agent: MockConfig
 
 async def test_an_answer_after_an_intent_that_failed_is_no_error(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """HA's result is its last intent's response: a question HA's own reading could not
-    answer (two thermostats in the den), then answered by BotPsy's read, is an answer,
-    not an error; so is any answer from BotPsy's reads."""
+    answer (two thermostats in the den), then answered by BotPsy's reads, is an answer,
+    not an error. Those reads are of each thermostat there, without the model (which
+    read them all too, in 2-5 s of prompt in a big home)."""
     await async_put_in_den(hass, "climate.ecobee", "climate.heatpump")
-    engine = script(agent, XML.render(ToolCall("get_state", {"entity_id": "climate.ecobee"})))
+    engine = script(agent)
     result = await conversation.async_converse(
         hass, "What is the temperature in the den?", None, Context(), agent_id=AGENT
     )
     speech = result.response.speech["plain"]["speech"]
-    assert len(engine.requests) == 1 and speech.startswith("Ecobee is"), speech
+    assert speech.startswith("Ecobee is") and "HeatPump is" in speech and "HVAC" not in speech, speech
+    assert engine.requests == []
     assert result.response.response_type is intent.IntentResponseType.QUERY_ANSWER
     # A failure is still one: an unknown device read.
     script(agent, XML.render(ToolCall("get_state", {"entity_id": "climate.nowhere"})), "I could not read it.")
