@@ -300,10 +300,10 @@ class Scope:
 
     def readings_asked(self) -> list[str]:
         """Of a question that names a kind of device in a place and no device of its own
-        ("what is the temperature in the office?", "are the blinds upstairs open?"), that
-        HA's sentences did not answer: every device of the kind there that BotPsy can read,
-        as HA's intents read a kind in a place (`Named.all_that_fit`), when they are at most
-        MAX_READINGS; else none, and the model reads."""
+        ("what is the temperature in the office?", "are the blinds upstairs open?"): every
+        device of the kind there that BotPsy can read, as HA's intents read a kind in a
+        place (`Named.all_that_fit`), when they are at most MAX_READINGS; else none, and the
+        model reads. Asked only where HA's own sentences gave no answer."""
         named = self.named
         if not self.question or not named.kinds or not (named.areas or named.floors):
             return []
