@@ -301,17 +301,17 @@ class Scope:
     def readings_asked(self) -> list[str]:
         """Of a question that names a kind of device in a place and no device of its own
         ("what is the temperature in the office?", "are the blinds upstairs open?"): every
-        device of the kind there that BotPsy can read, as HA's intents read a kind in a
-        place (`Named.all_that_fit`), when they are at most MAX_READINGS; else none, and the
-        model reads. Asked only where HA's own sentences gave no answer."""
+        device of the kind there, as HA's intents read a kind in a place
+        (`Named.all_that_fit`), when they are at most MAX_READINGS; else none, and the model
+        reads (as it does when one of them has no reader, see `_async_read`). Asked only
+        where HA's own sentences gave no answer."""
         named = self.named
         if not self.question or not named.kinds or not (named.areas or named.floors):
             return []
         if named.entity_ids or named.partly or self.outside:
             return []
         fitting = [e.entity_id for e in self.toolbox.home.entities if named.fits(e)]
-        readable = [e for e in fitting if self.toolbox.reader(e) is not None]
-        return readable if 0 < len(readable) == len(fitting) <= MAX_READINGS else []
+        return fitting if len(fitting) <= MAX_READINGS else []
 
     def holder_asked_about(self) -> str | None:
         """The one to-do list, calendar or weather entity a question is about ("what's on my
@@ -369,7 +369,8 @@ async def _async_read(
     agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope, entity_ids: list[str]
 ) -> str | None:
     """Read `entity_ids` with BotPsy's get_state through the chat log (calls like the
-    model's, run by HA's LLM API); the answer is what was read. None if the tool is missing."""
+    model's, run by HA's LLM API); the answer is what was read. None, and nothing read, if
+    any of them has no reader."""
     calls = [
         llm.ToolInput(tool_name=tool.name, tool_args={"entity_id": entity_id})
         for entity_id in entity_ids

@@ -266,12 +266,12 @@ class AgentBench:
         its KV cache at `n_ctx` cells), and the part the kept state snapshots take."""
         snapshots = getattr(self.engine, "async_snapshot_memory", None)
         held = (await snapshots()).get("snapshot_bytes") if snapshots else None
-        rss = self.rss_mb()
-        needed = (meta.file_size + meta.kv_cache_bytes(n_ctx)) / 2**20
+        rss, kv_cache = self.rss_mb(), meta.kv_cache_bytes(n_ctx)
+        needed = (meta.file_size + kv_cache) / 2**20
         return {
             "rss_mb": rss,
             "gguf_mb": round(meta.file_size / 2**20, 1),
-            "kv_cache_mb": round(meta.kv_cache_bytes(n_ctx) / 2**20, 1),
+            "kv_cache_mb": round(kv_cache / 2**20, 1),
             "snapshot_mb": round(held / 2**20, 1) if held is not None else None,
             "rss_over_gguf_kv": round(rss / needed, 3) if rss else None,
         }
