@@ -143,6 +143,22 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("Wrong one, I wanted the nook lamp", False, True),
         ("No no, the window shade", False, True),
         ("No, thanks", False, False),
+        # Said otherwise: what it should have been, a place or list for it, "instead".
+        ("No, that one's for the garden jobs", False, True),
+        ("Hmm, I meant the bathroom", False, True),
+        ("I said the bedroom lamp, not the desk lamp", False, True),
+        ("Wrong room, the bedroom", False, True),
+        ("That should have been the office lamp", False, True),
+        ("Make that the kitchen light instead", False, True),
+        ("That's not what I meant, I wanted the blinds", False, True),
+        # Not corrections: a remark, an addition, a question, a request of its own.
+        ("No, that's fine", False, False),
+        ("No, it's on the list already", False, False),
+        ("The bedroom one too instead", False, False),
+        ("Why did you do that instead?", False, False),
+        ("Turn on the fan instead of the light", False, False),
+        ("what's wrong with the heater?", False, False),
+        ("I wanted the lights on", False, False),
     ],
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:

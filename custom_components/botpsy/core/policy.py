@@ -92,10 +92,19 @@ _UNDO = re.compile(
 # "No, not that one, the bedside lamp", "sorry, I meant the kitchen": the last turn acted on
 # the wrong thing; it is put back, and the request is the rest.
 _CORRECTION = re.compile(
-    r"^\W*(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,20}?"
+    r"^\W*(?:(?:oh|hmm|uh|um|ah)\b\W*)?"
+    r"(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,20}?"
     r"\b(?:i meant|i mean|i wanted|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
-    # "Wrong one, I wanted the nook lamp"; "no no, the window shade".
-    r"|(?:wrong (?:one|light|lamp|device)|that's the wrong one)\b"
+    r"|i meant (?:the|my) \w"
+    # "Wrong one, I wanted the nook lamp", "wrong room, the bedroom"; "no no, the window shade".
+    r"|(?:that's |that is |that was |you got )?(?:the )?wrong \w+"
+    # "That's not what I meant", "it should have been the porch light".
+    r"|(?:that's |that is |it's |it is )?not what i (?:meant|wanted|asked for)\b|(?:it |that )?should have been\b"
+    # "I said the bedroom lamp"; "no, that one's for the garden jobs".
+    r"|(?:no,?\s*)?i said (?:the|my) \w"
+    r"|(?:no|nope|oops|sorry)\b[\s,!.]+(?:that|it|this)(?: one)?(?:'s| is| was)? (?:for|goes|belongs|should)\b"
+    # "Make that the kitchen light instead", "the bedroom one instead" (not "… too").
+    r"|(?![^?]*\b(?:too|also|as well)\b)[^?]*\binstead[\s.!]*$"
     r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
     # "Not the mirror, the towel heater"; "not the lounge, I wanted the bedroom blinds".
     r"|not (?:the|that|this|my) [\w' -]+?,\s*(?:but |i (?:meant|mean|wanted|want|said) )?(?:the|my) \w)",
@@ -188,3 +197,31 @@ def reply_to_nothing(text: str) -> str:
     """The answer to a request that names no device and points at none (not a question):
     a small model's own words there are unreliable, so it is said without the model."""
     return next((answer for pattern, answer in _SOCIAL if pattern.match(text)), NOTHING_NAMED)
+
+
+# Services that undo each other on one device. A small model answering "I meant the one by
+# the sofa" switched that lamp on and off again in one answer: the second call is dropped.
+_OPPOSITE_SERVICES = (
+    frozenset({"turn_on", "turn_off"}),
+    frozenset({"open_cover", "close_cover"}),
+    frozenset({"open_valve", "close_valve"}),
+    frozenset({"lock", "unlock"}),
+    frozenset({"media_play", "media_pause"}),
+)
+# ... unless the request asks for both ("turn it off and on again", "restart the router").
+_BOTH_WAYS = re.compile(
+    r"\b(?:off and (?:back )?on|on and (?:back )?off"
+    r"|open and (?:back )?(?:close|shut)|(?:close|shut) and (?:back )?open"
+    r"|restart|reboot|power[ -]?cycle|reset|flash|blink)",
+    re.IGNORECASE,
+)
+
+
+def undoes(service: str, earlier: str) -> bool:
+    """Whether `service` undoes `earlier` on the same device (switching back what was just switched)."""
+    return frozenset({service, earlier}) in _OPPOSITE_SERVICES
+
+
+def asks_both_ways(text: str) -> bool:
+    """Whether `text` asks to switch a device one way and back again."""
+    return bool(_BOTH_WAYS.search(text))
