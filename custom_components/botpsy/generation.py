@@ -23,6 +23,8 @@ from botpsy_runtime.errors import EngineError
 from botpsy_runtime.formats import CallFormat, ParsedOutput, ToolCall
 
 from .const import DOMAIN, LOGGER
+from .core.policy import undoes
+from .core.tools import ACTION
 from .stats import EngineStats
 
 if TYPE_CHECKING:
@@ -54,6 +56,10 @@ class CallPolicy:
     spread: Callable[[ToolCall], list[ToolCall]] = lambda call: [call]
     # False in the last round: the calls the model still writes are not run.
     allow_calls: bool = True
+    # The action of each device acted on this turn; a call undoing it is not run, unless
+    # the request asks for both ways ("off and on again").
+    acted: dict[str, str] = field(default_factory=dict)
+    both_ways: bool = False
 
 
 class Generation:
@@ -145,7 +151,12 @@ class Generation:
         for call in written:
             if (signature := json_dumps([call.name, call.arguments])) in policy.ran or policy.refuse(call):
                 continue  # the same call again (a small model's loop, its result is known), or not allowed
+            entity_id, action = str(call.arguments.get("entity_id")), str(call.arguments.get(ACTION))
+            if not policy.both_ways and undoes(action, policy.acted.get(entity_id, "")):
+                LOGGER.debug("Not run, it undoes this turn's %s of %s: %s", policy.acted[entity_id], entity_id, call)
+                continue
             policy.ran.add(signature)
+            policy.acted.setdefault(entity_id, action)
             verdict = await policy.gate(call) if policy.gate else None
             if isinstance(verdict, str):
                 self.refused.append((call, verdict))

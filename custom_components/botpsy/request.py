@@ -47,7 +47,7 @@ from .const import (
     LOGGER,
 )
 from .core.follow_up import meant, says_an_action
-from .core.policy import is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
+from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, named_in
 from .core.shortlist import shortlist
@@ -568,7 +568,8 @@ class _Rounds:
         """The rounds of a request, with the agent's options."""
         options = agent.subentry.data
         confirm = bool(options.get(CONF_CONFIRM_RISKY, DEFAULT_CONFIRM_RISKY))
-        policy = CallPolicy(gate=call_gate(agent.hass, scope.toolbox, confirm=confirm))
+        gate = call_gate(agent.hass, scope.toolbox, confirm=confirm)
+        policy = CallPolicy(gate=gate, both_ways=asks_both_ways(scope.utterance))
         limit = int(options.get(CONF_MAX_TOOL_ROUNDS, DEFAULT_MAX_TOOL_ROUNDS))
         if scope.parts:  # one part at a time, the first first
             return cls(agent, chat_log, scope, limit, _call_format(agent), policy, scope.parts[0], scope.parts[1:])

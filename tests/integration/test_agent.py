@@ -594,6 +594,24 @@ async def test_a_repeated_call_is_not_run_again(hass: HomeAssistant, agent: Mock
     assert speech == "Sorry, I could not finish that request."
 
 
+async def test_a_call_undoing_one_of_the_same_answer_is_not_run(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """A small model switched the lamp it was asked for on, and off again in the same
+    answer: the second call is not run, unless the request asks for both ways."""
+    on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
+    off = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_off"}))
+    script(agent, on + "\n" + off)
+    speech, conversation_id = await ask(hass, "Switch the bed light on")
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    assert len(tool_results(hass, conversation_id)) == 1
+    assert speech.startswith("Bed Light: off → on")
+    script(agent, off + "\n" + on)
+    await ask(hass, "Turn the bed light off and on again")
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    script(agent, off + "\n" + on)
+    await ask(hass, "Turn off the bed light")
+    assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
+
+
 async def test_a_question_never_acts(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
     """Asked whether a light is on, a model that switches it is not obeyed; it may read."""
     switch_on = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
