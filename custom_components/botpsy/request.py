@@ -46,7 +46,7 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.follow_up import meant, says_an_action
+from .core.follow_up import meant, said_by_name, says_an_action
 from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, named_in
@@ -112,6 +112,8 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     )
     heard = await async_heard(agent.hass, Heard(utterance, language, recognized, llm_context, context))
     scope = Scope.of(agent.hass, chat_log, heard, wrong)
+    if prefer_local and scope.pointed and (recognized is None or recognized.intent is None):
+        heard = await _async_heard_by_name(agent.hass, heard, scope.pointed)
     if not scope.english:
         scope.phrases = await async_phrases(agent.hass, language, {e.domain for e in scope.toolbox.home.entities})
     # What HA's own sentences read exactly is done as they read it (see `exact`); a
@@ -140,6 +142,16 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
     if agent.warmup is not None and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox)):
         agent.warmup.async_prefill_conversation(prefix)
+
+
+async def _async_heard_by_name(hass: HomeAssistant, heard: Heard, name: str) -> Heard:
+    """ "Switch it on then", after "is the desk lamp on?": the request as HA's sentences
+    read it with the device it points at said by its `name`; `heard` if they do not."""
+    if (said := said_by_name(heard.utterance, name)) is None:
+        return heard
+    device_id = heard.llm_context.device_id if heard.llm_context else None
+    reading = await async_recognize(hass, said, heard.language, device_id=device_id, context=heard.context)
+    return replace(heard, utterance=said, recognized=reading) if reading and reading.intent else heard
 
 
 @dataclass(slots=True)
@@ -174,6 +186,8 @@ class Scope:
     wrong: frozenset[str] = frozenset()
     # Of a question about outdoors ("Wie kalt ist es draußen?"): what tells of it.
     outside: frozenset[str] = frozenset()
+    # The name of the one device its words point at ("switch it on then") and do not name.
+    pointed: str | None = None
 
     @classmethod
     def of(
@@ -255,6 +269,9 @@ class Scope:
         holders = {e for e in last if e.partition(".")[0] in CONTENT_DOMAINS}
         holder = next(iter(holders)) if read_before and len(set(last)) == len(holders) == 1 else None
         places = named.entity_ids or named.areas or named.floors
+        alone = named_in(utterance, toolbox.home.entities, here=here)
+        said = alone.entity_ids or alone.areas or alone.floors or alone.kinds or alone.partly
+        one = toolbox.home.entity(next(iter(named.entity_ids))) if len(named.entity_ids) == 1 else None
         return cls(
             utterance,
             toolbox,
@@ -266,6 +283,7 @@ class Scope:
             holder_read=holder,
             wrong=wrong,
             outside=outdoors(utterance, "en", toolbox.home.entities) if question and not places else frozenset(),
+            pointed=one.name if one and not said and not (named.areas or named.floors or named.kinds) else None,
         )
 
     def early_answer(self) -> str | None:

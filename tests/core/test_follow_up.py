@@ -16,6 +16,7 @@ from custom_components.botpsy.core.follow_up import (
     meant,
     relative_call,
     relative_change,
+    said_by_name,
     says_an_action,
 )
 from custom_components.botpsy.core.home import HomeEntity
@@ -202,3 +203,21 @@ def test_the_item_meant_is_the_one_its_words_say() -> None:
 )
 def test_on_is_a_verb_unless_a_day_or_a_place_follows(text: str, action: bool) -> None:
     assert says_an_action(text) is action
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("Switch it on then", "Switch the Window Shade on"),
+        ("Ok, close that please", "close the Window Shade"),
+        ("Is it open?", "Is the Window Shade open?"),
+        ("Actually bring it back up", "raise the Window Shade"),
+        ("Roll it down", "lower the Window Shade"),
+        # Two devices pointed at, or none: not said by one name.
+        ("Turn it on and set it to 50", None),
+        ("Open the garage door", None),
+    ],
+)
+def test_a_device_pointed_at_is_said_by_its_name(text: str, said: str | None) -> None:
+    """HA's sentences read "switch it on then" once "it" is said by the device's name."""
+    assert said_by_name(text, "Window Shade") == said

@@ -637,10 +637,16 @@ async def test_a_follow_up_to_has_answer_is_about_its_device(hass: HomeAssistant
     engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"})))
     speech, conversation_id = await ask(hass, "Is the bed light on?")
     assert speech == "No, off"
-    speech, _ = await ask(hass, "Then turn it on", conversation_id)
+    # HA's sentences do not read this with the lamp said by name: the model has it.
+    speech, _ = await ask(hass, "Then turn it on for the evening", conversation_id)
     assert speech.startswith("Bed Light: off → on")
     assert len(engine.requests) == 1
     assert "light-turn-on" in (engine.requests[0].grammar or "")
+    # With it said by name, they do ("turn the Bed Light off"): done without the model.
+    speech, _ = await ask(hass, "Is the bed light off?", conversation_id)
+    speech, _ = await ask(hass, "OK, turn it off then", conversation_id)
+    assert speech.startswith("Bed Light: on → off")
+    assert len(engine.requests) == 1
 
 
 async def test_a_question_for_an_intent_ha_has_not_registered_goes_to_the_model(
@@ -908,8 +914,17 @@ async def test_it_after_a_question_is_the_device_asked_about(hass: HomeAssistant
     _speech, conversation_id = await ask(hass, "Are the kitchen lights on?")
     off = ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})
     engine = script(agent, XML.render(off))
+    switches = hass.states.get("switch.decorative_lights").state  # type: ignore[union-attr]
+    # HA's sentences read it with the lights said by name: done without the model.
     await ask(hass, "switch it off then", conversation_id)
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    assert hass.states.get("switch.decorative_lights").state == switches  # type: ignore[union-attr]
+    assert engine.requests == []
+    # Said so that they do not, the model has it, with the lights alone to act on.
+    await ask(hass, "Are the kitchen lights on?", conversation_id)
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_on"})))
+    await ask(hass, "switch it on for dinner", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
     grammar = engine.requests[0].grammar or ""
     assert "light.kitchen_lights" in grammar and "switch.decorative_lights" not in grammar
 

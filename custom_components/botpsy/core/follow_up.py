@@ -319,3 +319,28 @@ def item_meant(items: Sequence[str], *texts: str) -> str | None:
         if fitting:
             return fitting[0] if len(fitting) == 1 else None
     return None
+
+
+# "Switch it on then": the one word that points at a device, and the words around a
+# request that HA's sentences do not take.
+_POINTING = re.compile(r"\b(?:that one|this one|it|that|this)\b", re.IGNORECASE)
+_LEADING = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|alright|all right|great|thanks|thank you|so|then|and|now|actually|yes|yeah|good)\b[\s,!.]*)+",
+    re.IGNORECASE,
+)
+_TRAILING = re.compile(r"(?:[\s,]+(?:then|now|please|too|as well|for me|again))+\W*$", re.IGNORECASE)
+
+
+def said_by_name(text: str, name: str) -> str | None:
+    """`text` with the device it points at ("it", "that") said by its `name`, without the
+    words around a request that HA's sentences do not take: "switch it on then" is "switch
+    the Desk Lamp on". None if it points at nothing, or at more than once."""
+    if len(_POINTING.findall(text)) != 1:
+        return None
+    words = _TRAILING.sub("", _LEADING.sub("", text)).strip()
+    said = _POINTING.sub(lambda _m: f"the {name}", words, count=1)
+    # "Bring it back up": HA's sentences say "raise" (and "lower"), for what can be raised.
+    return _BROUGHT.sub(lambda m: f"{'raise' if m[2].lower() == 'up' else 'lower'} {m[1]}", said) or None
+
+
+_BROUGHT = re.compile(r"^(?:bring|pull|roll|put|move)\s+(the .+?)\s+(?:back\s+)?(up|down)$", re.IGNORECASE)
