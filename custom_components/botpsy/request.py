@@ -49,7 +49,7 @@ from .const import (
 from .core.follow_up import meant, said_by_name, says_an_action
 from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
-from .core.requested import NAMES_NOTHING, Named, named_in
+from .core.requested import NAMES_NOTHING, Named, named_in, said_fraction
 from .core.shortlist import shortlist
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
@@ -258,6 +258,8 @@ class Scope:
                 wrong=wrong,
                 outside=outside,
             )
+        if named.share is None and (share := said_fraction(utterance)) is not None:
+            named = replace(named, share=share)  # "down to a quarter": that share, as the model may not read it
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
         # "Sorry, I meant Monday" after a reading corrects the question, not an action.

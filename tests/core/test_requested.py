@@ -16,6 +16,7 @@ from custom_components.botpsy.core.requested import (
     by_options,
     by_verb,
     named_in,
+    said_fraction,
 )
 from custom_components.botpsy.core.shortlist import restrict
 from custom_components.botpsy.core.tools import OPTION_PARAMS, Tool, compile_tools
@@ -604,3 +605,21 @@ def test_a_player_named_a_speaker_in_the_homes_language_is_no_tv() -> None:
     tv = HomeEntity("media_player.fernseher", "Fernseher Wohnzimmer", area="Wohnzimmer")
     assert not KINDS["tv"](speaker) and KINDS["speaker"](speaker)
     assert KINDS["tv"](tv) and not KINDS["speaker"](tv)
+
+
+@pytest.mark.parametrize(
+    ("text", "share"),
+    [
+        ("Bring it down to a quarter", 0.25),
+        ("Open the blinds halfway", 0.5),
+        ("three quarters open", 0.75),
+        ("set the volume to a third", 0.33),
+        # A number says it; a time or a part of several is no share of a level.
+        ("Dim it to 30 percent", None),
+        ("Turn off half the lights", None),
+        ("Switch it off in half an hour", None),
+        ("at a quarter past six", None),
+    ],
+)
+def test_a_share_said_in_words(text: str, share: float | None) -> None:
+    assert said_fraction(text) == share

@@ -64,7 +64,9 @@ _AMOUNT = re.compile(
     r"|\bby (\d+(?:[.,]\d+)?)\b"
 )
 # What asks for a new value outright ("set it to 40 %"): not relative, whatever else it says.
-_ABSOLUTE = re.compile(r"\bto \d|\bto (?:half|max|min|full)|\b(?:halfway|maximum|minimum)\b")
+_ABSOLUTE = re.compile(
+    r"\bto \d|\bto (?:a |one )?(?:half|quarter|third|max|min|full)|\b(?:halfway|maximum|minimum|three quarters)\b"
+)
 
 
 # The same in other languages: comparatives and what raises or lowers a level (words,

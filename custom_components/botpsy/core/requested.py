@@ -380,6 +380,25 @@ LEVEL_PARAMS = frozenset(
 
 # ... and those a share of the whole sets (in percent, or from 0 to 1 for a volume).
 _SHARE_PARAMS = {"brightness_pct": 100, "position": 100, "percentage": 100, "volume_level": 1}
+# A share of the whole said in words (no number): "down to a quarter", "three quarters
+# open", "halfway". Not a time ("a quarter past", "in a quarter of an hour") nor a part of
+# several ("half the lights", "half an hour").
+_FRACTIONS = (
+    (re.compile(r"\bthree[ -]quarters?\b(?! (?:of|past|to)\b)"), 0.75),
+    (re.compile(r"\b(?:a|one) quarter\b(?! (?:of|past|to)\b)"), 0.25),
+    (re.compile(r"\btwo[ -]thirds\b(?! of\b)"), 0.67),
+    (re.compile(r"\b(?:a|one) third\b(?! of\b)"), 0.33),
+    (re.compile(r"\bhalf(?:[ -]?way)?\b(?! (?:of|the|an?|past|to)\b)"), 0.5),
+)
+
+
+def said_fraction(text: str) -> float | None:
+    """The share of the whole an English request says in words ("to a quarter": 0.25), if
+    it says no number (a 0.5B set 80 % for "bring it down to a quarter")."""
+    lowered = text.lower()
+    if re.search(r"\d", lowered):
+        return None
+    return next((value for pattern, value in _FRACTIONS if pattern.search(lowered)), None)
 
 
 @dataclass(frozen=True, slots=True)
