@@ -616,9 +616,10 @@ class _Rounds:
             # spread over them), in any language: a small model otherwise writes it
             # again and again, or reads every area instead of acting.
             one_call=not (named.several or scope.question or (scope.joined and not scope.parts)),
-            # A part of a request joining several that asks an action ("... und schalte den
-            # Handtuchwärmer ein"): the 0.5B read its device instead.
-            acting=named in scope.parts and bool(named.services) and not scope.question,
+            # A request whose words say its action ("add tinned tomatoes to my list"), or a
+            # part of one joining several ("... und schalte den Handtuchwärmer ein"), acts
+            # first: the 0.5B read the device instead (after a turn that read it, again).
+            acting=(number == 0 or named in scope.parts) and bool(named.services) and not scope.question,
             # The turn shows the states of what the whole request may act on or read (a
             # bigger home's shortlist is a dozen devices: ~300 tokens a request evaluates).
             shown=scope.toolbox.fitting(scope.entity_ids, scope.named, *scope.parts),
