@@ -139,6 +139,8 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("Not the lounge, I wanted the bedroom blinds", False, True),
         ("not the bedroom lights but the hallway", False, False),  # no device after it said as one
         ("Cancel that", True, False),
+        ("Actually take that back off", True, False),
+        ("take it back to the dock", False, False),
         ("cancel that timer for me", False, False),
         ("Wrong one, I wanted the nook lamp", False, True),
         ("No no, the window shade", False, True),

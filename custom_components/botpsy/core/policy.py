@@ -84,7 +84,7 @@ _UNDO = re.compile(
     # After a short remark of its own ("Too bright, put them back").
     r"^(?:[^,.;!?]{1,40}[,.;!?]\s*)?\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*(?:can you\s+|could you\s+)?"
     r"(?:undo\b|revert\b|cancel (?:it|that)\W*$|put (?:it|them|that|everything|those) back\b"
-    r"|change (?:it|them|that) back\b"
+    r"|change (?:it|them|that) back\b|take (?:it|that|those|them) back\b(?! to\b)"
     r"|(?:set|make|put|turn) (?:it|them|that) (?:back )?(?:the way|how|as) (?:it|they) (?:was|were)\b"
     r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$)",
     re.IGNORECASE,
