@@ -35,6 +35,8 @@ from custom_components.botpsy.core.policy import (
         "Read me the shopping list",
         "could you read me tomorrow's appointments",
         "List the garden jobs",
+        "Anything on the family calendar today?",
+        "any rain tomorrow?",
     ],
 )
 def test_questions_are_questions(text: str) -> None:

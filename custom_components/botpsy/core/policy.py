@@ -147,7 +147,9 @@ def restoring_service(domain: str, state: str) -> str:
 # "Can you / do you ..." are requests in question form, and act.
 _QUESTION = re.compile(
     r"^\s*(?:(?:what|what's|whats|how|how's|is|are|was|were|does|did|which|who|when|where|why|has|have)\b(?!\s+you\b)"
-    r"|(?:do|will) (?:i|we) (?:have|need)\b|at what\b|will it\b)",
+    r"|(?:do|will) (?:i|we) (?:have|need)\b|at what\b|will it\b"
+    # "Anything on the calendar today?", "any rain tomorrow?".
+    r"|any(?:thing|one|body)?\b)",
     re.IGNORECASE,
 )
 
