@@ -79,8 +79,13 @@ class CallResult:
         return {k: v for k, v in asdict(self).items() if v not in (None, [])}
 
 
+# ... and of the weather now, what a question about it asks ("and the humidity?").
+_WEATHER_NOW = ("humidity", "wind_speed", "wind_speed_unit")
+
+
 def _reported(state: State) -> dict[str, Any]:
-    return {k: state.attributes[k] for k in REPORTED_ATTRIBUTES if k in state.attributes}
+    said = (*REPORTED_ATTRIBUTES, *_WEATHER_NOW) if state.domain == "weather" else REPORTED_ATTRIBUTES
+    return {k: state.attributes[k] for k in said if k in state.attributes}
 
 
 def live_state(hass: HomeAssistant, entity_id: str) -> dict[str, Any] | None:

@@ -93,3 +93,6 @@ def test_a_question_about_a_list_a_forecast_or_a_calendar_is_answered_with_what_
     )
     # Without a forecast, a weather entity's temperature is what it is, not a target.
     assert describe_states([{"state": {**home, "forecast": None}}]) == "Home is cloudy, temperature 11."
+    # The humidity and the wind now, where the weather entity tells them ("and the humidity?").
+    windy = {**home, "forecast": [], "humidity": 70, "wind_speed": 12, "wind_speed_unit": "km/h"}
+    assert describe_states([{"state": windy}]) == "Home is cloudy, temperature 11, humidity 70 %, wind 12 km/h."

@@ -138,8 +138,14 @@ def _contents(name: Any, state: Mapping[str, Any]) -> str | None:
         ]
         return f"{name}: {'; '.join(said)}." if said else f"{name} has no events in the next 7 days."
     if isinstance(forecast := state.get("forecast"), list):
-        now = f"{name} is {state.get('state')}" + (
-            f", temperature {state['temperature']}" if state.get("temperature") is not None else ""
+        now = f"{name} is {state.get('state')}" + "".join(
+            f", {said} {state[key]}{unit}"
+            for key, said, unit in (
+                ("temperature", "temperature", ""),
+                ("humidity", "humidity", " %"),
+                ("wind_speed", "wind", f" {state.get('wind_speed_unit') or ''}".rstrip()),
+            )
+            if state.get(key) is not None
         )
         days = [_forecast_day(day) for day in forecast[:3] if isinstance(day, Mapping)]
         return f"{now}. Forecast: {'; '.join(days)}." if days else f"{now}."
