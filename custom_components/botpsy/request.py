@@ -344,9 +344,12 @@ class Scope:
             return next(iter(self.outside))
         holders = [e for e in self.toolbox.home.entities if e.domain in CONTENT_DOMAINS]
         named = self.named
-        # "How cold will it get that day?" after the forecast: the forecast again.
+        # "How cold will it get that day?" after the forecast: the forecast again; so for
+        # "and the humidity?" after the weather, where no device of the home is what it asks about.
         about_it = not (named.areas or named.floors) and named.entity_ids <= {self.holder_read}
-        if self.holder_read and about_it and _LATER.search(self.utterance):
+        others = [e for e in self.toolbox.home.entities if e.entity_id != self.holder_read]
+        only_it = bool(_ELLIPTIC.match(self.utterance)) and not any(map(named.fits, others))
+        if self.holder_read and about_it and (_LATER.search(self.utterance) or only_it):
             return self.holder_read
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
             # Its words say the kind ("what's it like outside?"), whatever "it" was before.
@@ -364,6 +367,9 @@ class Scope:
                 return None  # it is about other devices too
         else:
             return None
+        if len(fitting) > 1 and _BUYING.search(self.utterance):
+            # "What do I need to buy?", of several lists: the shopping list (HA's "the list").
+            fitting = [e for e in fitting if e.domain == "todo" and _SHOPPING.search(f"{e.name} {e.entity_id}")]
         return fitting[0].entity_id if len(fitting) == 1 else None
 
     def refuses(self, call: ToolCall, named: Named) -> bool:
@@ -379,6 +385,11 @@ _LATER = re.compile(
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|'ll\b",
     re.I,
 )
+# Words of buying, and of the list of what to buy.
+_BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
+_SHOPPING = re.compile(r"shop|grocer", re.I)
+# A question that says only what it asks after a turn that read ("and the humidity?").
+_ELLIPTIC = re.compile(r"^\W*(?:and|what about|how about)\b", re.I)
 # ... and words of what a forecast tells of it.
 _FORECAST = re.compile(r"\b(?:cold|warm|hot|low|high|freez|frost|degree|temperature)\w*", re.I)
 # Domains whose entities hold what their state does not tell (items, a forecast, events).

@@ -977,13 +977,29 @@ async def test_questions_after_a_reading_are_about_what_it_read(hass: HomeAssist
     # A question of what comes later: the forecast it read, not a thermometer.
     await ask(hass, "How cold will it get tomorrow?", conversation_id)
     await ask(hass, "And on Saturday?", conversation_id)  # "on" a day is no switching on
+    # What the weather tells that no device of the home is about: the weather again.
+    speech, _ = await ask(hass, "And the wind?", conversation_id)
+    wind = hass.states.get(weather[0]).attributes["wind_speed"]  # type: ignore[union-attr]
+    assert f"wind {wind} " in speech
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
-    assert read[-4:] == [("get_state", weather[0])] * 4 and engine.requests == []
+    assert read[-5:] == [("get_state", weather[0])] * 5 and engine.requests == []
     # Asked afresh, what the next days will be like is the forecast too.
     _speech, conversation_id = await ask(hass, "What's the lowest it'll get over the next few days?")
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
     assert read == [("get_state", weather[0])] and engine.requests == []
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+
+
+async def test_what_to_buy_is_the_shopping_list(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "What do I need to buy?" in a home with several lists: the shopping list, read
+    without the model (the 0.5B read the chores)."""
+    hass.states.async_set("todo.chores", "2", {"friendly_name": "Chores"})
+    async_expose_entity(hass, "conversation", "todo.chores", True)
+    engine = script(agent)
+    speech, conversation_id = await ask(hass, "What do I need to buy?")
+    read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
+    assert read == [("get_state", "todo.shopping_list")] and engine.requests == []
+    assert speech.startswith(("Shopping List", "Shopping list"))
 
 
 async def test_an_item_said_done_after_reading_the_list_is_ticked_off(
