@@ -142,6 +142,10 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("not the bedroom lights but the hallway", False, False),  # no device after it said as one
         ("Cancel that", True, False),
         ("Actually take that back off", True, False),
+        ("Set it back to what it was", True, False),
+        ("Reverse that", True, False),
+        ("roll that back please", True, False),
+        ("Set it back to 21", False, False),  # a value of its own
         ("take it back to the dock", False, False),
         ("cancel that timer for me", False, False),
         ("Wrong one, I wanted the nook lamp", False, True),

@@ -85,7 +85,9 @@ _UNDO = re.compile(
     r"^(?:[^,.;!?]{1,40}[,.;!?]\s*)?\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*(?:can you\s+|could you\s+)?"
     r"(?:undo\b|revert\b|cancel (?:it|that)\W*$|put (?:it|them|that|everything|those) back\b"
     r"|change (?:it|them|that) back\b|take (?:it|that|those|them) back\b(?! to\b)"
-    r"|(?:set|make|put|turn) (?:it|them|that) (?:back )?(?:the way|how|as) (?:it|they) (?:was|were)\b"
+    r"|(?:set|make|put|turn|change|bring) (?:it|them|that|those|everything) (?:back )?(?:to )?(?:the way|how|as|what)"
+    r" (?:it|they) (?:was|were)\b"
+    r"|(?:reverse|roll back) (?:it|that|this)\b|roll (?:it|that|this) back\b"
     r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$)",
     re.IGNORECASE,
 )
