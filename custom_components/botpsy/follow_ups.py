@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
 from homeassistant.core import HomeAssistant
@@ -21,6 +21,7 @@ from botpsy_runtime.formats import ToolCall
 from .core.follow_up import (
     Relative,
     again_calls,
+    further,
     is_again,
     is_done_with,
     item_meant,
@@ -79,9 +80,13 @@ def follow_up_calls(
     if scope.question:
         return None
     language = base_language(scope.phrases.language) if scope.phrases else "en"
-    if (change := relative_change(scope.utterance, language)) is not None:
-        return _relative_calls(hass, scope, change)
     earlier = turns(chat_log) if scope.english else []
+    # "A bit brighter"; "a bit more" after a change of a level.
+    change = relative_change(scope.utterance, language)
+    if change is None and earlier:
+        change = further(scope.utterance, _changes(earlier[-1]))
+    if change is not None:
+        return _relative_calls(hass, scope, change)
     if not earlier:
         return None
     if is_done_with(scope.utterance):
@@ -136,6 +141,19 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
         for entity_id in tool.targets if not tool.read_only else ():
             offered[entity_id] = offered.get(entity_id, frozenset()) | {tool.service}
     return _valid(toolbox, again_calls(done, targets, offered) or [])
+
+
+def _changes(turn: Iterable[conversation.Content]) -> list[dict[str, Any]]:
+    """What the calls of `turn` changed, as their results say."""
+    return [
+        change
+        for content in turn
+        if isinstance(content, conversation.ToolResultContent)
+        and isinstance(data := content.result.data, dict)
+        and isinstance(listed := data.get("changes"), list)
+        for change in listed
+        if isinstance(change, dict)
+    ]
 
 
 def _list_read(turn: Iterable[conversation.Content]) -> tuple[str, list[str]] | None:

@@ -10,6 +10,7 @@ from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.follow_up import (
     Relative,
     again_calls,
+    further,
     is_again,
     is_done_with,
     item_meant,
@@ -221,3 +222,16 @@ def test_on_is_a_verb_unless_a_day_or_a_place_follows(text: str, action: bool) -
 def test_a_device_pointed_at_is_said_by_its_name(text: str, said: str | None) -> None:
     """HA's sentences read "switch it on then" once "it" is said by the device's name."""
     assert said_by_name(text, "Window Shade") == said
+
+
+def test_a_bit_more_moves_the_level_the_turn_before_moved() -> None:
+    opened = [{"entity_id": "cover.blinds", "attributes": {"current_position": [0, 50]}}]
+    assert further("A bit more", opened) == Relative("position", up=True)
+    assert further("a little less please", opened) == Relative("position", up=False)
+    dimmed = [{"entity_id": "light.lamp", "attributes": {"brightness": [255, 128]}}]
+    assert further("Even more", dimmed) == Relative("brightness", up=False)
+    # Not that, or nothing moved one way: not a step further.
+    assert further("more lights please", opened) is None
+    assert further("A bit more", [{"entity_id": "light.lamp", "attributes": {"brightness": [None, 255]}}]) is None
+    both = [*opened, *dimmed]
+    assert further("A bit more", both) is None

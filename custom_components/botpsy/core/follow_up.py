@@ -346,3 +346,40 @@ def said_by_name(text: str, name: str) -> str | None:
 
 
 _BROUGHT = re.compile(r"^(?:bring|pull|roll|put|move)\s+(the .+?)\s+(?:back\s+)?(up|down)$", re.IGNORECASE)
+
+
+# "A bit more", "even more", "a little less": the level the turn before moved, a step further
+# the same way (or back).
+_FURTHER = re.compile(
+    r"^\W*(?:(?:just|even|maybe|ok|okay)[\s,]+)?(?:(?:a\s+)?(?:bit|little|touch|tad|notch)\s+)?(more|further|less)"
+    r"(?:\s+(?:please|than that))?\W*$",
+    re.IGNORECASE,
+)
+# The attributes a change of a level moves, and what moves.
+_MOVED = {
+    "brightness": "brightness",
+    "current_position": "position",
+    "volume_level": "volume",
+    "percentage": "speed",
+    "temperature": "temperature",
+}
+
+
+def further(text: str, changes: Iterable[Mapping[str, Any]]) -> Relative | None:
+    """ "A bit more" after `changes` that moved a level one way: a step further that way
+    ("less": back); None if `text` says something else, or no level, or several, moved."""
+    said = _FURTHER.match(text)
+    if said is None:
+        return None
+    moved = set()
+    for change in changes:
+        for key, values in (change.get("attributes") or {}).items():
+            if key not in _MOVED or not isinstance(values, list | tuple) or len(values) != 2:
+                continue
+            old, new = values
+            if isinstance(old, int | float) and isinstance(new, int | float) and old != new:
+                moved.add((_MOVED[key], new > old))
+    if len(moved) != 1:
+        return None
+    quantity, up = moved.pop()
+    return Relative(quantity, up if said[1].lower() != "less" else not up)
