@@ -412,6 +412,13 @@ _DEGREES = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:°|grad|degrés?|grados?|gradi|de
 # Words that say a value or a change of one, by language (besides a number or a "%"):
 # halves and quarters, more and less, comparatives, numbers in words.
 _VALUE_WORDS: dict[str, re.Pattern[str]] = {
+    "en": re.compile(
+        r"\b(?:half\w*|quarters?|thirds?|more|less|bright\w*|dim\w*|dark\w*|light(?:er|en)|warm\w*|cool\w*|cold\w*"
+        r"|hot\w*|heat\w*|loud\w*|quiet\w*|soft\w*|fast\w*|slow\w*|high\w*|low\w*|up|down|raise|max\w*|min\w*"
+        r"|full\w*|level|percent|degrees?|medium|mid|bit|little|notch|step|volume|speed|brightness|position"
+        r"|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|sixty|seventy|eighty"
+        r"|ninety|hundred)\b"
+    ),
     "de": re.compile(
         r"\b(?:halb\w*|hälfte|viertel|drittel|mehr|weniger|heller|dunkler|wärmer|kälter|kühler|lauter|leiser|höher"
         r"|tiefer|niedriger|schneller|langsamer|stärker|schwächer|maximal|maximum|minimal|minimum|voll\w*|stufe"

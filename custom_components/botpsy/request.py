@@ -46,7 +46,7 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.follow_up import meant, said_by_name, says_an_action
+from .core.follow_up import is_again, meant, said_by_name, says_an_action
 from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, named_in, said_fraction
@@ -65,6 +65,7 @@ from .language import (
     outdoors,
     read_in_language,
     reads_english,
+    says_value,
 )
 from .phrases import Phrases, async_phrases
 from .prompt_builder import RoundCalls
@@ -142,6 +143,19 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
     if agent.warmup is not None and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox)):
         agent.warmup.async_prefill_conversation(prefix)
+
+
+def _levels_said(named: Named, utterance: str, earlier: list[str]) -> Named:
+    """`named`, with whether (and which) level an English request says. A level it does not
+    say is not written ("turn on the floor lamp and the reading light": the 0.5B set both
+    to 100 %, and the one on at 50 % changed), nor by a part of it that says none ("turn on
+    the lamp and set the fan to 40 %"); "and the bedroom too" says the one the turn before
+    said. A share said in words ("down to a quarter") is that share: the 0.5B set 80 %."""
+    worded = [utterance, *earlier[-1:]] if is_again(utterance) else [utterance]
+    levels = any(says_value(text, "en") for text in worded)
+    parts = tuple(replace(part, levels=levels and says_value(part.words, "en")) for part in named.parts)
+    share = said_fraction(utterance) if named.share is None else named.share
+    return replace(named, levels=levels, parts=parts, share=share)
 
 
 async def _async_heard_by_name(hass: HomeAssistant, heard: Heard, name: str) -> Heard:
@@ -258,8 +272,7 @@ class Scope:
                 wrong=wrong,
                 outside=outside,
             )
-        if named.share is None and (share := said_fraction(utterance)) is not None:
-            named = replace(named, share=share)  # "down to a quarter": that share, as the model may not read it
+        named = _levels_said(named, utterance, earlier)
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
         # "Sorry, I meant Monday" after a reading corrects the question, not an action.
@@ -610,6 +623,11 @@ class _Rounds:
         """BotPsy's actions or HA's intents that failed so far."""
         return [r for r in self.results if r.get("error") and self.scope.toolbox.writes(r["name"])]
 
+    def shortlisted(self, named: Named) -> bool:
+        """Whether the request names its devices by name alone, and each is shortlisted."""
+        only = not (named.areas or named.floors or named.kinds)
+        return only and bool(named.entity_ids) and named.entity_ids <= set(self.scope.entity_ids)
+
     def generation(self, number: int, *, stream_text: bool) -> tuple[Generation, GenerateRequest]:
         """Round `number`'s prompt, and what of the calls it writes may run."""
         scope, named = self.scope, self.named
@@ -627,10 +645,13 @@ class _Rounds:
             # spread over them), in any language: a small model otherwise writes it
             # again and again, or reads every area instead of acting.
             one_call=not (named.several or scope.question or (scope.joined and not scope.parts)),
-            # A request whose words say its action ("add tinned tomatoes to my list"), or a
-            # part of one joining several ("... und schalte den Handtuchwärmer ein"), acts
-            # first: the 0.5B read the device instead (after a turn that read it, again).
-            acting=(number == 0 or named in scope.parts) and bool(named.services) and not scope.question,
+            # A request whose words say its action on the devices it names, shortlisted ("add
+            # tinned tomatoes to my list"), or a part of one joining several ("... und schalte
+            # den Handtuchwärmer ein"), acts first: the 0.5B read the device instead (after
+            # a turn that read it, again).
+            acting=(named in scope.parts or (number == 0 and self.shortlisted(named)))
+            and bool(named.services)
+            and not scope.question,
             # The turn shows the states of what the whole request may act on or read (a
             # bigger home's shortlist is a dozen devices: ~300 tokens a request evaluates).
             shown=scope.toolbox.fitting(scope.entity_ids, scope.named, *scope.parts),

@@ -160,7 +160,8 @@ async def test_shortlist_keeps_prompt_and_grammar_to_the_request(
     grammar = engine.requests[0].grammar or ""
     assert "light.kitchen_lights" in grammar
     assert "vacuum.demo_vacuum_3_third_floor" not in grammar
-    assert "find_entities" in grammar
+    # It says what to do to a device it names, shortlisted: nothing to search or read first.
+    assert "find_entities" not in grammar and "get-state" not in grammar
     # The turn shows the states of the devices a call may target, not of every device
     # shortlisted (the block, in a home this big, holds the devices asked about lately).
     turn = (engine.requests[0].prompt or "").rpartition("<|im_start|>user\n")[2]
