@@ -78,6 +78,10 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     # "Them" after two devices: both, every one of them.
     both = named_in("turn them both off again", HOME, recent=["fan.ceiling", "media_player.tv"])
     assert both.all_that_fit and [e.entity_id for e in HOME if both.fits(e)] == ["fan.ceiling", "media_player.tv"]
+    # ... and with a word of their kind ("dim both of them"): each of them of that kind.
+    lights = named_in("dim both of them to 20 percent", HOME, recent=["light.kitchen_cabinets", "light.garage"])
+    assert lights.all_that_fit and lights.entity_ids == {"light.kitchen_cabinets", "light.garage"}
+    assert not named_in("dim it to 20 percent", HOME, recent=["light.garage"]).all_that_fit
     # "Switch it on" names no switch; "everything" somewhere the rules cannot read is not nothing.
     assert named_in("switch it on", HOME).nothing
     everything = named_in("switch off everything downstairs", HOME)

@@ -810,13 +810,25 @@ def named_in(
     # "Switch off everything downstairs": every device, wherever the words put them; the
     # model reads the place (not a request that names nothing).
     any_domain = not domains and bool(_EVERYTHING.search(text))
-    # "Make it a degree warmer" after setting one thermostat: that one, not every one.
-    if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
-        return Named(of_domains, frozenset(), frozenset(), (), frozenset(), services=services, words=text)
-    of = None if any_domain else domains
-    closest = _closest(text, entities, partly)
     # "Turn them both off": every one of the devices the conversation was about, not one.
     them = len(set(recent)) > 1 and bool(_THEM.search(text))
+    # "Make it a degree warmer" after setting one thermostat: that one, not every one
+    # ("dim both of them": each of them).
+    if of_domains := frozenset(e for e in recent if e.partition(".")[0] in domains):
+        every = them and len(of_domains) > 1
+        return Named(
+            of_domains,
+            frozenset(),
+            frozenset(),
+            (),
+            frozenset(),
+            every=every,
+            anywhere=every,
+            services=services,
+            words=text,
+        )
+    of = None if any_domain else domains
+    closest = _closest(text, entities, partly)
     return Named(
         frozenset(recent),
         frozenset(),
