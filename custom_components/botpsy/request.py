@@ -145,14 +145,15 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         agent.warmup.async_prefill_conversation(prefix)
 
 
-def _levels_said(named: Named, utterance: str, earlier: list[str]) -> Named:
+def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
     """`named`, with whether (and which) level an English request says. A level it does not
     say is not written ("turn on the floor lamp and the reading light": the 0.5B set both
     to 100 %, and the one on at 50 % changed), nor by a part of it that says none ("turn on
-    the lamp and set the fan to 40 %"); "and the bedroom too" says the one the turn before
-    said. A share said in words ("down to a quarter") is that share: the 0.5B set 80 %."""
-    worded = [utterance, *earlier[-1:]] if is_again(utterance) else [utterance]
-    levels = any(says_value(text, "en") for text in worded)
+    the lamp and set the fan to 40 %"); a follow-up that goes on with the request
+    `continued` ("and the bedroom too", "the one in the office", "no, the other lamp")
+    says the level that one said. A share said in words ("down to a quarter") is that
+    share: the 0.5B set 80 %."""
+    levels = any(says_value(text, "en") for text in [utterance, *continued])
     parts = tuple(replace(part, levels=levels and says_value(part.words, "en")) for part in named.parts)
     share = said_fraction(utterance) if named.share is None else named.share
     return replace(named, levels=levels, parts=parts, share=share)
@@ -272,7 +273,7 @@ class Scope:
                 wrong=wrong,
                 outside=outside,
             )
-        named = _levels_said(named, utterance, earlier)
+        named = _levels_said(named, utterance, earlier[-1:] if answer or correction or is_again(utterance) else [])
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
         # "Sorry, I meant Monday" after a reading corrects the question, not an action.

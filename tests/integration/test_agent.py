@@ -744,6 +744,23 @@ async def test_the_answer_to_which_one_is_taken_with_the_question(hass: HomeAssi
     assert second in grammar and not any(names[n] in grammar for n in listed if names[n] != second)
 
 
+async def test_the_answer_to_which_one_keeps_the_level_asked(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Set the light to 40 %" -> "Which light?" -> "the second one": the level the request
+    said may be written (its answer says none); a request that says none writes none."""
+    script(agent)
+    speech, conversation_id = await ask(hass, "Set the light to 40 percent")
+    listed = re.split(r", | or ", speech.removeprefix("Which light do you mean: ").removesuffix("?").rstrip("…"))
+    second = {s.name: s.entity_id for s in hass.states.async_all("light")}[listed[1]]
+    dim = ToolCall("light", {"entity_id": second, "action": "turn_on", "brightness_pct": 40})
+    engine = script(agent, XML.render(dim))
+    await ask(hass, "the second one", conversation_id)
+    assert "brightness_pct" in (engine.requests[0].grammar or "")
+    assert hass.states.get(second).attributes["brightness"] == 102  # type: ignore[union-attr]
+    engine = script(agent, "OK.")
+    await ask(hass, "Turn on the bed light for the evening")  # not read by HA's sentences: the model's
+    assert "brightness_pct" not in (engine.requests[0].grammar or "")
+
+
 async def test_the_answer_to_which_one_is_not_read_as_a_request_of_its_own(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:
