@@ -416,7 +416,7 @@ _VALUE_WORDS: dict[str, re.Pattern[str]] = {
         r"\b(?:half\w*|quarters?|thirds?|more|less|bright\w*|dim\w*|dark\w*|light(?:er|en)|warm\w*|cool\w*|cold\w*"
         r"|hot\w*|heat\w*|loud\w*|quiet\w*|soft\w*|fast\w*|slow\w*|high\w*|low\w*|up|down|raise|max\w*|min\w*"
         r"|full\w*|level|percent|degrees?|medium|mid|bit|little|notch|step|volume|speed|brightness|position"
-        r"|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|sixty|seventy|eighty"
+        r"|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|sixty|seventy|eighty"
         r"|ninety|hundred)\b"
     ),
     "de": re.compile(
