@@ -84,7 +84,7 @@ def follow_up_calls(
     # "A bit brighter"; "a bit more" after a change of a level.
     change = relative_change(scope.utterance, language)
     if change is None and earlier:
-        change = further(scope.utterance, _changes(earlier[-1]))
+        change = further(scope.utterance, changes_of(earlier[-1]))
     if change is not None:
         return _relative_calls(hass, scope, change)
     if not earlier:
@@ -143,7 +143,7 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
     return _valid(toolbox, again_calls(done, targets, offered) or [])
 
 
-def _changes(turn: Iterable[conversation.Content]) -> list[dict[str, Any]]:
+def changes_of(turn: Iterable[conversation.Content]) -> list[dict[str, Any]]:
     """What the calls of `turn` changed, as their results say."""
     return [
         change

@@ -151,12 +151,15 @@ class Generation:
         for call in written:
             if (signature := json_dumps([call.name, call.arguments])) in policy.ran or policy.refuse(call):
                 continue  # the same call again (a small model's loop, its result is known), or not allowed
-            entity_id, action = str(call.arguments.get("entity_id")), str(call.arguments.get(ACTION))
-            if not policy.both_ways and undoes(action, policy.acted.get(entity_id, "")):
-                LOGGER.debug("Not run, it undoes this turn's %s of %s: %s", policy.acted[entity_id], entity_id, call)
-                continue
+            entity_id, action = call.arguments.get("entity_id"), str(call.arguments.get(ACTION))
+            if isinstance(entity_id, str):
+                if not policy.both_ways and undoes(action, policy.acted.get(entity_id, "")):
+                    LOGGER.debug(
+                        "Not run, it undoes this turn's %s of %s: %s", policy.acted[entity_id], entity_id, call
+                    )
+                    continue
+                policy.acted.setdefault(entity_id, action)
             policy.ran.add(signature)
-            policy.acted.setdefault(entity_id, action)
             verdict = await policy.gate(call) if policy.gate else None
             if isinstance(verdict, str):
                 self.refused.append((call, verdict))

@@ -47,6 +47,7 @@ from .const import (
     LOGGER,
 )
 from .core.follow_up import is_again, meant, said_by_name, says_an_action
+from .core.home import HomeEntity
 from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, named_in, said_fraction
@@ -157,6 +158,17 @@ def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
     parts = tuple(replace(part, levels=levels and says_value(part.words, "en")) for part in named.parts)
     share = said_fraction(utterance) if named.share is None else named.share
     return replace(named, levels=levels, parts=parts, share=share)
+
+
+def _pointed_at(named: Named, utterance: str, toolbox: Toolbox, here: str | None) -> HomeEntity | None:
+    """The one device a request is about that its words point at and do not name ("switch it
+    on then"): what the conversation was about."""
+    if len(named.entity_ids) != 1 or named.areas or named.floors or named.kinds:
+        return None
+    alone = named_in(utterance, toolbox.home.entities, here=here)
+    if alone.entity_ids or alone.areas or alone.floors or alone.kinds or alone.partly:
+        return None
+    return toolbox.home.entity(next(iter(named.entity_ids)))
 
 
 async def _async_heard_by_name(hass: HomeAssistant, heard: Heard, name: str) -> Heard:
@@ -285,9 +297,7 @@ class Scope:
         holders = {e for e in last if e.partition(".")[0] in CONTENT_DOMAINS}
         holder = next(iter(holders)) if read_before and len(set(last)) == len(holders) == 1 else None
         places = named.entity_ids or named.areas or named.floors
-        alone = named_in(utterance, toolbox.home.entities, here=here)
-        said = alone.entity_ids or alone.areas or alone.floors or alone.kinds or alone.partly
-        one = toolbox.home.entity(next(iter(named.entity_ids))) if len(named.entity_ids) == 1 else None
+        one = _pointed_at(named, utterance, toolbox, here)
         return cls(
             utterance,
             toolbox,
@@ -299,7 +309,7 @@ class Scope:
             holder_read=holder,
             wrong=wrong,
             outside=outdoors(utterance, "en", toolbox.home.entities) if question and not places else frozenset(),
-            pointed=one.name if one and not said and not (named.areas or named.floors or named.kinds) else None,
+            pointed=one.name if one else None,
         )
 
     def early_answer(self) -> str | None:
@@ -361,9 +371,7 @@ class Scope:
         # "How cold will it get that day?" after the forecast: the forecast again; so for
         # "and the humidity?" after the weather, where no device of the home is what it asks about.
         about_it = not (named.areas or named.floors) and named.entity_ids <= {self.holder_read}
-        others = [e for e in self.toolbox.home.entities if e.entity_id != self.holder_read]
-        only_it = bool(_ELLIPTIC.match(self.utterance)) and not any(map(named.fits, others))
-        if self.holder_read and about_it and (_LATER.search(self.utterance) or only_it):
+        if self.holder_read and about_it and (_LATER.search(self.utterance) or self._only_about(self.holder_read)):
             return self.holder_read
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
             # Its words say the kind ("what's it like outside?"), whatever "it" was before.
@@ -385,6 +393,12 @@ class Scope:
             # "What do I need to buy?", of several lists: the shopping list (HA's "the list").
             fitting = [e for e in fitting if e.domain == "todo" and _SHOPPING.search(f"{e.name} {e.entity_id}")]
         return fitting[0].entity_id if len(fitting) == 1 else None
+
+    def _only_about(self, holder: str) -> bool:
+        """Whether the request only says what it asks of `holder`, read the turn before ("and
+        the humidity?"): no other device of the home fits it."""
+        others = (e for e in self.toolbox.home.entities if e.entity_id != holder)
+        return bool(_ELLIPTIC.match(self.utterance)) and not any(map(self.named.fits, others))
 
     def refuses(self, call: ToolCall, named: Named) -> bool:
         """Whether `call` may not run: an action for a question, or on a device that does

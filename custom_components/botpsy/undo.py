@@ -25,7 +25,7 @@ from botpsy_runtime.formats import ToolCall
 from .core.policy import needs_confirmation, restoring_service
 from .core.reply import describe
 from .core.tools import ACTION
-from .follow_ups import acted, turns
+from .follow_ups import acted, changes_of, turns
 from .service_calls import EVENT_CALL_EXECUTED, state_change
 
 
@@ -33,20 +33,9 @@ def last_changes(chat_log: conversation.ChatLog) -> tuple[list[dict[str, Any]], 
     """The changes of the most recent turn (before the one being answered) whose calls
     changed something, and that turn's calls."""
     for turn in reversed(turns(chat_log)):
-        changes = [
-            change
-            for content in turn
-            if isinstance(content, conversation.ToolResultContent) and isinstance(data := content.result.data, dict)
-            for change in _listed(data.get("changes"))
-        ]
-        if changes:
+        if changes := changes_of(turn):
             return changes, acted(turn)
     return [], []
-
-
-def _listed(changes: Any) -> list[dict[str, Any]]:
-    """The changes a tool result lists (its "changes", if it has them)."""
-    return [c for c in changes if isinstance(c, dict)] if isinstance(changes, list) else []
 
 
 async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, context: Context) -> str | None:
