@@ -36,10 +36,30 @@ from custom_components.botpsy.core.home import HomeEntity
         ("a bit faster", Relative("speed", True)),
         ("open them a bit more", Relative("position", True)),
         ("brighter by 10 percent", Relative("brightness", True, 10)),
+        # A verb that moves a level, and the level.
+        ("raise the temperature", Relative("temperature", True)),
+        ("lower the living room volume a bit", Relative("volume", False)),
+        ("reduce the fan speed", Relative("speed", False)),
+        ("turn the heating down 2 degrees", Relative("temperature", False, 2)),
+        ("bump up the volume", Relative("volume", True)),
+        # A verb of a device with a small amount; a way alone.
+        ("dim it a little more", Relative("brightness", False)),
+        ("lower the kitchen blinds a bit", Relative(None, False)),
+        ("close it a little", Relative("position", False)),
+        ("knock it down a notch", Relative(None, False)),
+        ("increase it", Relative(None, True)),
+        ("up a bit", Relative(None, True)),
+        ("a little less bright", Relative("brightness", False)),
+        ("a couple more degrees", Relative("temperature", True, 2)),
         # Not relative: a value said outright, or nothing that moves.
         ("set it to 40 percent", None),
         ("turn it off", None),
         ("dim the kitchen to 30 %", None),
+        ("lower the blinds", None),  # all the way: not a step
+        ("raise the temperature to 22", None),
+        ("open the window", None),
+        ("dim the lights", None),
+        ("turn the heat up and turn the music down", None),  # two ways
         ("is it warmer outside?", Relative("temperature", True)),  # a question: the caller asks first
     ],
 )

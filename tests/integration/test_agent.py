@@ -87,7 +87,7 @@ def device_states(hass: HomeAssistant) -> dict[str, str]:
 async def test_text_answer_acts_on_nothing(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     before = device_states(hass)
     script(agent, "Which lights do you mean?")
-    speech, conversation_id = await ask(hass, "Dim the kitchen lights a bit")
+    speech, conversation_id = await ask(hass, "Make the kitchen lights cosy")
     assert speech == "Which lights do you mean?"
     assert device_states(hass) == before
     assert tool_results(hass, conversation_id) == []
@@ -817,6 +817,23 @@ async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(
     await ask(hass, "Make the kitchen lights a bit brighter")
     brightness = hass.states.get("light.kitchen_lights").attributes["brightness"]  # type: ignore[union-attr]
     assert round(brightness / 255 * 100) == 70 and engine.requests == []
+
+
+async def test_a_verb_that_moves_a_level_is_a_step_from_where_it_is(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "Lower the … volume a bit", "two more degrees": a step, not a value the model makes up."""
+    engine = script(agent)
+    before = hass.states.get("media_player.bedroom").attributes["volume_level"]  # type: ignore[union-attr]
+    speech, _conversation_id = await ask(hass, "Lower the bedroom volume a bit")
+    after = hass.states.get("media_player.bedroom").attributes["volume_level"]  # type: ignore[union-attr]
+    assert after == round(before - 0.1, 2), speech
+    await hass.services.async_call(
+        "climate", "set_temperature", {"entity_id": "climate.heatpump", "temperature": 20}, blocking=True
+    )
+    speech, _conversation_id = await ask(hass, "Turn up the heat on the heatpump by two degrees")
+    assert hass.states.get("climate.heatpump").attributes["temperature"] == 22, speech  # type: ignore[union-attr]
+    assert engine.requests == []
 
 
 async def test_and_another_device_does_the_same_to_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:

@@ -5,9 +5,9 @@ as switching it on and off again. Two kinds of follow-up are certain enough to b
 without it (English words):
 
 - a **relative change** ("a bit brighter", "two degrees warmer", "louder", "turn it down",
-  "slower"; in German, French and Spanish their comparatives: "ein Grad wärmer", "plus
-  fort", "más bajo"): each device's level moves by a step from where it is now
-  (`relative_call`);
+  "slower", "raise the temperature", "lower the blinds a bit", "up a bit"; in German,
+  French and Spanish their comparatives: "ein Grad wärmer", "plus fort", "más bajo"):
+  each device's level moves by a step from where it is now (`relative_call`);
 - the **same again** on something else ("and the towel heater", "same for the hallway",
   "the living room blinds too", "now the bathroom"), and what a correction meant ("no, not
   the fan, the sofa lamp"): the calls of the turn before, on what this one names
@@ -39,29 +39,76 @@ class Relative:
     amount: float | None = None
 
 
+# How many: "two", "a couple of".
+_COUNT = r"(?:\d+(?:[.,]\d+)?|one|two|three|four|five|ten|a couple(?: of)?|couple of|a few)"
 # Comparatives and phrases that say what moves and which way.
 _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
     (re.compile(r"\b(?:brighter|lighter)\b|\bmore light\b|\bbrightness up\b"), "brightness", True),
-    (re.compile(r"\b(?:dimmer|darker)\b|\bless light\b|\bbrightness down\b"), "brightness", False),
-    (re.compile(r"\b(?:warmer|hotter)\b|\b(?:heat|temperature) up\b"), "temperature", True),
-    (re.compile(r"\b(?:cooler|colder)\b|\b(?:heat|temperature) down\b"), "temperature", False),
+    (re.compile(r"\b(?:dimmer|darker)\b|\bless (?:light|bright)\b|\bbrightness down\b"), "brightness", False),
+    (re.compile(r"\b(?:warmer|hotter)\b|\b(?:heat|heating|temperature) up\b"), "temperature", True),
+    (re.compile(r"\b(?:cooler|colder)\b|\bless (?:warm|hot)\b|\b(?:heat|heating|temperature) down\b"),
+     "temperature", False),
     (re.compile(r"\blouder\b|\bvolume up\b"), "volume", True),
-    (re.compile(r"\b(?:quieter|softer)\b|\bvolume down\b"), "volume", False),
+    (re.compile(r"\b(?:quieter|softer)\b|\bless loud\b|\bvolume down\b"), "volume", False),
     (re.compile(r"\bfaster\b|\bspeed (?:it |them )?up\b"), "speed", True),
     (re.compile(r"\bslower\b|\bslow (?:it |them )?down\b"), "speed", False),
     (re.compile(r"\b(?:open|raise) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further|higher)\b"),
      "position", True),
     (re.compile(r"\b(?:close|lower) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further)\b"),
      "position", False),
+    # "Two more degrees", "a couple of degrees less".
+    (re.compile(rf"\b{_COUNT} (?:more|extra) degrees?\b|\bdegrees? (?:more|higher|up)\b"), "temperature", True),
+    (re.compile(r"\bdegrees? (?:less|lower|down)\b"), "temperature", False),
     # "Turn it up", "turn the music down": whatever the device's level is.
-    (re.compile(r"\b(?:turn|crank|bring|put) (?:it|them|that|this|the \w+(?: \w+)?) (up|down)\b"
-                r"|\b(?:turn|crank) (up|down) (?:the )?\w+"), None, True),
+    (re.compile(r"\b(?:turn|crank|bring|put|bump|knock|nudge|push) (?:it|them|that|this|the \w+(?: \w+)?) (up|down)\b"
+                r"|\b(?:turn|crank|bump|knock) (up|down) (?:the )?\w+"), None, True),
 )  # fmt: skip
+# "Raise the temperature", "lower the kitchen volume a bit", "reduce the fan speed": a verb
+# that moves a level, and the level it names.
+_LEVEL_NOUNS = {
+    "brightness": "brightness",
+    "temperature": "temperature",
+    "heat": "temperature",
+    "heating": "temperature",
+    "volume": "volume",
+    "sound": "volume",
+    "speed": "speed",
+}
+_MOVED_LEVEL = re.compile(
+    r"\b(?:(raise|increase|boost|up)|lower|decrease|reduce|drop)\s+(?:the\s+)?(?:[\w']+\s+){0,2}?"
+    rf"({'|'.join(_LEVEL_NOUNS)})\b"
+)
+# "Dim it a little", "close the blinds a bit", "raise them slightly", "increase it": a verb
+# said of a device with a small amount (or one that can only mean a change of a level).
+_NUDGE_WORDS = {
+    "dim": ("brightness", False),
+    "brighten": ("brightness", True),
+    "open": ("position", True),
+    "close": ("position", False),
+    "raise": (None, True),
+    "lower": (None, False),
+    "increase": (None, True),
+    "boost": (None, True),
+    "decrease": (None, False),
+    "reduce": (None, False),
+}
+_SLIGHTLY = r"(?:a (?:bit|little|touch|tad|notch)|slightly|somewhat)"
+_NUDGED = re.compile(
+    rf"\b({'|'.join(_NUDGE_WORDS)}) (?:it|them|that|this|the (?:\w+ ){{0,3}}?\w+)(?: up| down)? {_SLIGHTLY}"
+    r"|\b(increase|boost|decrease|reduce) (?:it|them|that|this)\b"
+)
+# "Up a bit", "a little down": a follow-up that says only which way.
+_WAY_ONLY = re.compile(rf"^\W*(?:{_SLIGHTLY}\s+)?(up|down)(?:\s+{_SLIGHTLY})?(?:\s+please)?\W*$")
+
 # A number said with the change: "by 10 percent", "two degrees warmer".
-_NUMBERS = {"one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10, "half a": 0.5}
+_NUMBERS = {
+    "one": 1, "a": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10, "half a": 0.5,
+    "a couple of": 2, "a couple": 2, "couple of": 2,
+}  # fmt: skip
 _AMOUNT = re.compile(
-    r"\b(\d+(?:[.,]\d+)?|one|two|three|four|five|ten|half a|a)\s*(?:°|degrees?|percent|%|points?)"
-    r"|\bby (\d+(?:[.,]\d+)?)\b"
+    r"\b(\d+(?:[.,]\d+)?|one|two|three|four|five|ten|half a|a couple(?: of)?|couple of|a)\s*(?:more\s+|extra\s+)?"
+    r"(?:°|degrees?|percent|%|points?)"
+    r"|\bby (\d+(?:[.,]\d+)?|one|two|three|four|five|ten)\b"
 )
 # What asks for a new value outright ("set it to 40 %"): not relative, whatever else it says.
 _ABSOLUTE = re.compile(
@@ -124,16 +171,25 @@ def relative_change(text: str, language: str = "en") -> Relative | None:
         return None
     found = []
     for pattern, quantity, up in _RELATIVE:
-        if match := pattern.search(said):
-            direction = up if quantity is not None else next(g for g in match.groups() if g) == "up"
+        for hit in pattern.finditer(said):
+            direction = up if quantity is not None else next(g for g in hit.groups() if g) == "up"
             found.append(Relative(quantity, direction))
-    if len(found) != 1:
+    if match := _MOVED_LEVEL.search(said):
+        found.append(Relative(_LEVEL_NOUNS[match[2]], match[1] is not None))
+    if match := _NUDGED.search(said):
+        found.append(Relative(*_NUDGE_WORDS[match[1] or match[2]]))
+    if match := _WAY_ONLY.match(said):
+        found.append(Relative(None, match[1] == "up"))
+    # Several readings of one change ("turn the heat up": the heat's, and whatever the
+    # device's level is) are one; two ways, or two levels, are not.
+    quantities = {f.quantity for f in found} - {None}
+    if len({f.up for f in found}) != 1 or len(quantities) > 1:
         return None
     amount = None
     if match := _AMOUNT.search(said):
         word = (match.group(1) or match.group(2)).replace(",", ".")
         amount = float(_NUMBERS.get(word, word)) if word in _NUMBERS or word[0].isdigit() else None
-    return Relative(found[0].quantity, found[0].up, amount)
+    return Relative(next(iter(quantities), None), found[0].up, amount)
 
 
 def _other_relative(said: str, patterns: tuple[tuple[re.Pattern[str], str | None, bool], ...]) -> Relative | None:
