@@ -383,6 +383,11 @@ class Scope:
         ):
             # "What's the lowest it'll get over the next few days?": what a forecast tells.
             fitting = [e for e in holders if e.domain == "weather"]
+        elif not (named.entity_ids or named.areas or named.floors or named.kinds or named.domains) and _WHEN.match(
+            self.utterance
+        ):
+            # "When is the dentist?", naming no device: what a calendar tells.
+            fitting = [e for e in holders if e.domain == "calendar"]
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
             if len(fitting) != len(self.named.entity_ids):
@@ -416,6 +421,12 @@ _LATER = re.compile(
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
 _SHOPPING = re.compile(r"shop|grocer", re.I)
+# A question of when something is ("when's the dentist?", "what time is the meeting?").
+_WHEN = re.compile(
+    r"^\W*(?:when(?:'s|\s+(?:is|are|was|do|does|will))|what\s+(?:time|day)\s+(?:is|are|does|do))\b"
+    r"(?!\s+(?:it|today|now)\b)",  # "what time is it?" is no event's
+    re.I,
+)
 # A question that says only what it asks after a turn that read ("and the humidity?").
 _ELLIPTIC = re.compile(r"^\W*(?:and|what about|how about)\b", re.I)
 # ... and words of what a forecast tells of it.

@@ -88,6 +88,13 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     assert not everything.nothing and all(everything.fits(e) for e in HOME)
 
 
+def test_next_of_a_time_is_no_track() -> None:
+    """ "The next few days" asks of a forecast; "the next song" of what plays."""
+    assert named_in("what's the forecast for the next few days?", HOME).domains == {"weather"}
+    assert named_in("what's next on the calendar?", HOME).domains == {"calendar"}
+    assert named_in("skip to the next one", HOME).domains == {"media_player"}
+
+
 def test_here_is_the_area_of_the_device_that_heard_it() -> None:
     named = named_in("what is the temperature in here?", HOME, here="Office")
     assert [e.entity_id for e in HOME if named.fits(e)] == ["climate.office"]

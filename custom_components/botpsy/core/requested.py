@@ -124,6 +124,11 @@ _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 _LEADING_JOIN = re.compile(r"^\W*(?:and|then|also|plus)\b")
 # "Switch" as a verb ("switch it on", "switch them off"), not a device.
 _SWITCH_VERB = re.compile(r"\bswitch(?:ed|ing)?\s+(?:(?:it|them|that|those|these|everything|all)\b|on\b|off\b)")
+# "The next few days", "next Tuesday", "what's next on the calendar": a time, not a track.
+_NEXT_TIME = re.compile(
+    r"\bnext\b(?=\s+(?:(?:few|couple(?:\s+of)?|two|three|\d+)\s+)?"
+    r"(?:days?|weeks?|weekend|months?|hours?|morning|afternoon|evening|night|\w+day|events?|appointments?|meetings?|on)\b)"
+)
 
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
 # What is put on a list names no device either: "add clean the kitchen to my to-do list".
@@ -803,7 +808,7 @@ def named_in(
             words=text,
         )
     # "Switch it on" says no switch.
-    unswitched = _SWITCH_VERB.sub(" ", text)
+    unswitched = _NEXT_TIME.sub(" ", _SWITCH_VERB.sub(" ", text))
     domains = frozenset(d for d, said in DOMAIN_WORDS.items() if any(_mentions(unswitched, w) for w in said))
     if _DEGREES.search(text):  # "make it 72 F"
         domains |= {"climate"}
