@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Mapping
 import contextlib
 from dataclasses import asdict, dataclass, field
+import re
 from typing import Any, cast
 
 from homeassistant.auth.permissions.const import POLICY_CONTROL
@@ -207,20 +208,34 @@ async def async_check(hass: HomeAssistant, call: ValidCall, context: Context) ->
         except probatio.Invalid as err:
             raise CallRejectedError(f"{call.domain}.{call.tool.service} refused the data: {err}") from err
     if call.domain == "todo" and call.tool.service == "update_item":
-        await _async_check_item(hass, call, context)
+        _item_as_listed(hass, call)
 
 
-async def _async_check_item(hass: HomeAssistant, call: ValidCall, context: Context) -> None:
-    """An item to update is on the list, as HA's own intent checks before it acts (read
-    from the entity, as the intent does: reading is not a service call)."""
+def _item_as_listed(hass: HomeAssistant, call: ValidCall) -> None:
+    """The item to update, as the list spells it ("lemons" is "Lemons": HA finds
+    an item by its exact summary), written into `call`; CallRejectedError if it is not on
+    the list, as HA's own intent checks before it acts (read from the entity, as the
+    intent does: reading is not a service call)."""
     component = hass.data.get(TODO_COMPONENT)
     entity = component.get_entity(call.entity_id) if component else None
     if entity is None or entity.todo_items is None:
         return
-    wanted = str(call.data.get("item", "")).casefold()
-    if not any(wanted in ((i.summary or "").casefold(), (i.uid or "").casefold()) for i in entity.todo_items):
-        name = state.name if (state := hass.states.get(call.entity_id)) else call.entity_id
-        raise CallRejectedError(f"{call.data.get('item')!r} is not on {name}")
+    wanted = str(call.data.get("item", ""))
+    if any(wanted in (i.summary, i.uid) for i in entity.todo_items):
+        return
+    for same in (str.casefold, _item_key):
+        fitting = {i.summary for i in entity.todo_items if i.summary and same(i.summary) == same(wanted)}
+        if len(fitting) == 1:
+            call.data["item"] = fitting.pop()
+            return
+    name = state.name if (state := hass.states.get(call.entity_id)) else call.entity_id
+    raise CallRejectedError(f"{wanted!r} is not on {name}")
+
+
+def _item_key(summary: str) -> str:
+    """An item's words without case, articles or plural ends: "the lemon" is "Lemons"."""
+    words = re.findall(r"\w+", summary.casefold())
+    return " ".join(w.removesuffix("s") for w in words if w not in ("the", "a", "an", "some", "my"))
 
 
 async def async_run(hass: HomeAssistant, call: ValidCall, context: Context, language: str | None = None) -> CallResult:
@@ -234,6 +249,7 @@ async def async_run(hass: HomeAssistant, call: ValidCall, context: Context, lang
     except CallRejectedError as err:
         result.error = str(err)
         return result
+    result.arguments = call.arguments  # as the checks wrote it (an item as its list spells it)
     before = hass.states.get(call.entity_id)
     assert before is not None
     if call.tool.name == GET_STATE:

@@ -712,6 +712,20 @@ async def test_an_item_not_on_the_list_is_not_checked_off(hass: HomeAssistant, a
     assert tool_results(hass, conversation_id)[-1]["executed"] is True
 
 
+async def test_an_item_is_found_as_the_list_spells_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA finds an item by its exact summary: "the lemon" is "Lemons" (the 0.5B wrote
+    "lemons", and HA said it could not find it)."""
+    add = XML.render(ToolCall("todo", {"entity_id": "todo.shopping_list", "action": "add_item", "item": "Lemons"}))
+    script(agent, add)
+    await ask(hass, "Put Lemons on the shopping list")
+    done = {"entity_id": "todo.shopping_list", "action": "update_item", "item": "the lemon", "status": "completed"}
+    script(agent, XML.render(ToolCall("todo", done)))
+    _speech, conversation_id = await ask(hass, "Take the lemon off the shopping list")
+    result = tool_results(hass, conversation_id)[-1]
+    assert result["executed"] is True and result["arguments"]["item"] == "Lemons"
+    assert hass.states.get("todo.shopping_list").state == "0"  # type: ignore[union-attr]
+
+
 async def test_what_goes_on_a_list_is_what_the_user_said(
     hass: HomeAssistant, agent: MockConfigEntry, tiny_model: Path
 ) -> None:
