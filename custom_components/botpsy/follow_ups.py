@@ -172,8 +172,8 @@ def _list_read(turn: Iterable[conversation.Content]) -> tuple[str, list[str]] | 
 
 def _targets(toolbox: Toolbox, named: Named, domains: Iterable[str] = ()) -> list[HomeEntity]:
     """The devices a follow-up is about: those it names by name, else those that fit the
-    kinds and places it names; a place alone means its devices of `domains` (those the
-    turn before acted on)."""
+    kinds and places it names; a place alone, or part of one name, means its devices of
+    `domains` (those the turn before acted on)."""
     actionable = toolbox.actionable()
     if named.entity_ids and not (named.kinds or named.areas or named.floors):
         return [e for e in actionable if e.entity_id in named.entity_ids]
@@ -187,7 +187,9 @@ def _targets(toolbox: Toolbox, named: Named, domains: Iterable[str] = ()) -> lis
         return closest if len(closest) == 1 else []
     if named.areas or named.floors:
         return [e for e in actionable if named.fits(e) and e.domain in set(domains)]
-    return []
+    # Part of one name, of a kind the turn before acted on ("that was for the shopping").
+    partly = [e for e in actionable if e.entity_id in named.partly and e.domain in set(domains)]
+    return partly if len(partly) == 1 else []
 
 
 def _valid(toolbox: Toolbox, calls: list[ToolCall]) -> list[ToolCall] | None:

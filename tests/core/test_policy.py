@@ -154,6 +154,8 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         # Said otherwise: what it should have been, a place or list for it, "instead".
         ("No, that one's for the garden jobs", False, True),
         ("Hmm, I meant the bathroom", False, True),
+        ("No, that was meant for the entrance", False, True),
+        ("That was supposed to be for the shopping list", False, True),
         ("I said the bedroom lamp, not the desk lamp", False, True),
         ("Wrong room, the bedroom", False, True),
         ("That should have been the office lamp", False, True),
@@ -167,6 +169,7 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("Turn on the fan instead of the light", False, False),
         ("what's wrong with the heater?", False, False),
         ("I wanted the lights on", False, False),
+        ("That was meant to be a joke", False, False),
     ],
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:

@@ -105,6 +105,8 @@ _CORRECTION = re.compile(
     # "I said the bedroom lamp"; "no, that one's for the garden jobs".
     r"|(?:no,?\s*)?i said (?:the|my) \w"
     r"|(?:no|nope|oops|sorry)\b[\s,!.]+(?:that|it|this)(?: one)?(?:'s| is| was)? (?:for|goes|belongs|should)\b"
+    # "That was meant for the shopping list".
+    r"|(?:(?:no|nope|oops|sorry)\b[\s,!.]+)?(?:that|it|this)(?: one)?(?:'s| is| was) (?:meant|supposed to be) for\b"
     # "Make that the kitchen light instead", "the bedroom one instead" (not "… too").
     r"|(?![^?]*\b(?:too|also|as well)\b)[^?]*\binstead[\s.!]*$"
     r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
