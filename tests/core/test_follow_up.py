@@ -194,7 +194,11 @@ def test_what_a_correction_meant() -> None:
         ("Great, take it off, I bought some this morning", True),
         ("cross the milk off", True),
         ("mark it as done", True),
+        ("I've already got the lemons", True),
+        ("the ferns are done", True),
+        ("we're done with the recycling", True),
         ("take the bins out", False),
+        ("I've got a question", True),  # said done, but of no item: item_meant finds none
         ("turn off the kitchen light", False),
     ],
 )
@@ -209,6 +213,9 @@ def test_the_item_meant_is_the_one_its_words_say() -> None:
     # "It": the item the question before named.
     assert item_meant(shopping, "take it off, I bought some", "Is rye bread on the shopping list?") == "Rye bread"
     assert item_meant(["Oat milk", "Soy milk"], "tick the milk off") is None  # either
+    assert item_meant(shopping, "I've already got the lemons") == "Lemons"
+    assert item_meant(chores, "the ferns are done") == "Water the ferns"
+    assert item_meant(shopping, "I've got a question", "Is rye bread on the shopping list?") is None
 
 
 @pytest.mark.parametrize(

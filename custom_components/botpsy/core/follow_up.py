@@ -345,14 +345,17 @@ def meant(text: str) -> str:
     return _NOT_THAT.sub("", text).strip(" ,")
 
 
-# "Tick that off", "you can cross it off", "take it off", "mark it as done": an item of the
-# list just read is done.
+# "Tick that off", "you can cross it off", "take it off", "mark it as done"; "I've already
+# got the lemons", "the ferns are done": an item of the list just read is done.
 _DONE_WITH = re.compile(
-    r"\b(?:tick|check|cross|take|strike)\s+(?:\w+\s+){0,3}?off\b|\bmark\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:done|complete)",
+    r"\b(?:tick|check|cross|take|strike)\s+(?:\w+\s+){0,3}?off\b|\bmark\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:done|complete)"
+    r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+|just\s+)?(?:got|bought|picked up|done|did|finished)\b"
+    r"|\b(?:is|are|'s)\s+(?:already\s+|all\s+)?(?:done|finished|sorted|bought)\b|\b(?:done|finished) with\b",
     re.IGNORECASE,
 )
 _ITEM_FILLER = frozenset(
     {"the", "that", "this", "it", "off", "you", "can", "have", "has", "some", "list", "and", "for", "please", "now"}
+    | {"already", "just", "got", "bought", "picked", "done", "did", "finished", "sorted", "are", "with", "all"}
 )
 
 
@@ -366,10 +369,15 @@ def _item_words(text: str) -> set[str]:
     return {re.sub(r"(?:ed|ing|es|s)$", "", w) or w for w in words}
 
 
+_POINTS_AT_ITEM = re.compile(r"\b(?:it|that|this|them|those|some|one)\b", re.IGNORECASE)
+
+
 def item_meant(items: Sequence[str], *texts: str) -> str | None:
     """The one item of `items` that the first of `texts` with words of an item says
-    ("watered the ferns": "Water the ferns"); None where none or several fit as well."""
-    for text in texts:
+    ("watered the ferns": "Water the ferns"); the texts after the first only where it
+    points at an item ("take it off"); None where none or several fit as well."""
+    considered = texts if texts and _POINTS_AT_ITEM.search(texts[0]) else texts[:1]
+    for text in considered:
         said = _item_words(text)
         overlap = {item: len(said & _item_words(item)) for item in items}
         best = max(overlap.values(), default=0)
