@@ -874,7 +874,9 @@ async def test_a_correction_naming_the_wrong_one_does_the_right_one(
     assert speech.startswith("Put back. Kitchen Lights: off → on") and engine.requests == []
 
 
-async def test_a_correction_naming_part_of_a_name_does_the_right_one(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+async def test_a_correction_naming_part_of_a_name_does_the_right_one(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
     """ "No, that was meant for the entrance": part of one name, of the kind the turn before
     acted on (the 0.5B read the states of an area instead)."""
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
