@@ -19,6 +19,7 @@ action, each as exactly, do they run together.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from homeassistant.components import conversation
@@ -28,11 +29,11 @@ from homeassistant.helpers import intent, llm
 
 from botpsy_runtime.formats import ToolCall
 
-from .core.tools import ACTION
-from .core.validate import CallRejectedError, validate_call
+from .core.tools import ACTION, Tool
+from .core.validate import CallRejectedError, find_tool, validate_call
 from .language import QUESTION_INTENTS, Recognized, async_recognize, joined_parts
 from .service_calls import async_state_said
-from .targets import UnresolvedError, async_intent_targets
+from .targets import Target, UnresolvedError, async_intent_targets
 from .toolbox import Toolbox
 
 
@@ -52,12 +53,27 @@ async def async_exact_calls(
     tools = {t.key: t for t in toolbox.compiled}
     calls: list[ToolCall] = []
     for target in targets:
-        call = ToolCall(target.domain, {ACTION: target.service, "entity_id": target.entity_id, **target.data})
         try:
-            calls.append(ToolCall(call.name, validate_call(call, tools).arguments))
+            calls.append(ToolCall(target.domain, validate_call(_call_of(target, tools), tools).arguments))
         except CallRejectedError:
             return None
     return calls or None
+
+
+def _call_of(target: Target, tools: Mapping[str, Tool]) -> ToolCall:
+    """The call of BotPsy's tools that does what HA's handler does to `target`: its data
+    as the tools take it (a colour as a list: HA's is a named tuple), and a light given
+    only what it can take ("the upstairs lights to 13 %" switches an on/off light on:
+    HA's lights drop the rest, `filter_turn_on_params`)."""
+    data = {key: list(value) if isinstance(value, tuple) else value for key, value in target.data.items()}
+    call = ToolCall(target.domain, {ACTION: target.service, "entity_id": target.entity_id, **data})
+    if target.domain != "light":
+        return call
+    try:
+        params = {p.name for p in find_tool(call, tools).targets.get(target.entity_id, ())}
+    except CallRejectedError:
+        return call  # refused as it is
+    return ToolCall(call.name, {k: v for k, v in call.arguments.items() if k in (ACTION, "entity_id") or k in params})
 
 
 @dataclass(frozen=True, slots=True)

@@ -357,10 +357,32 @@ async def test_what_has_sentences_is_done_as_has_sentences_read_it(hass: HomeAss
     assert [r["arguments"] for r in tool_results(hass, conversation_id)] == [
         {"entity_id": "light.kitchen_lights", "action": "turn_on", "brightness_pct": 30}
     ]
+    # A colour by its name (HA's handler gives it as a named tuple).
+    await ask(hass, "Set the kitchen lights color to blue")
+    assert hass.states.get("light.kitchen_lights").attributes["rgb_color"] == (0, 0, 255)  # type: ignore[union-attr]
     lights = [s.entity_id for s in hass.states.async_all("light")]
     speech, conversation_id = await ask(hass, "Turn off all the lights")
     assert {s.state for s in hass.states.async_all("light")} == {"off"}
     assert sorted(r["arguments"]["entity_id"] for r in tool_results(hass, conversation_id)) == sorted(lights)
+    assert engine.requests == []
+
+
+async def test_a_level_for_lights_that_cannot_dim_switches_them_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "The den's brightness to 30 %" with an on/off light among them: each light gets what it
+    can take, as HA's lights do (the on/off one is switched on); before, the whole request
+    went to the model, which set one light."""
+    config = {"light": [{"name": "Porch Light", "unique_id": "porch", "turn_on": [], "turn_off": []}]}
+    assert await async_setup_component(hass, "template", {"template": [config]})
+    await hass.async_block_till_done()
+    async_expose_entity(hass, conversation.DOMAIN, "light.porch_light", True)
+    assert "brightness" not in str(hass.states.get("light.porch_light").attributes)  # type: ignore[union-attr]
+    await async_put_in_den(hass, "light.kitchen_lights")
+    den = ar.async_get(hass).async_get_area_by_name("Den")
+    er.async_get(hass).async_update_entity("light.porch_light", name="Porch Light", area_id=den.id)  # type: ignore[union-attr]
+    engine = script(agent)
+    await ask(hass, "Set the brightness in the den to 30 percent")
+    assert hass.states.get("light.porch_light").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("light.kitchen_lights").attributes["brightness"] == 76  # type: ignore[union-attr]
     assert engine.requests == []
 
 
