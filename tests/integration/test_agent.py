@@ -116,7 +116,7 @@ async def test_rejected_call_is_repaired_in_the_next_round(hass: HomeAssistant, 
         ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on", "rgb_color": [255, 0, 0]})
     )
     engine = script(agent, conflicting, repaired)
-    speech, conversation_id = await ask(hass, "Make the bed light red")
+    speech, conversation_id = await ask(hass, "Give the bed light a red glow")
     assert hass.states.get("light.bed_light").attributes["rgb_color"] == (255, 0, 0)  # type: ignore[union-attr]
     first, second = tool_results(hass, conversation_id)
     assert first["executed"] is False and first["error"] == "light takes only one of rgb_color, color_temp_kelvin"
@@ -146,7 +146,7 @@ async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agen
         )
     )
     script(agent, conflicting, conflicting, conflicting, "Done!")
-    speech, _conversation_id = await ask(hass, "Make the bed light red")
+    speech, _conversation_id = await ask(hass, "Give the bed light a red glow")
     assert hass.states.get("light.bed_light").state == "off"  # type: ignore[union-attr]
     assert speech == "I did not change Bed Light: light takes only one of rgb_color, color_temp_kelvin."
     assert "Done!" not in speech
