@@ -107,11 +107,15 @@ _CORRECTION = re.compile(
     r"|(?:no|nope|oops|sorry)\b[\s,!.]+(?:that|it|this)(?: one)?(?:'s| is| was)? (?:for|goes|belongs|should)\b"
     # "That was meant for the shopping list".
     r"|(?:(?:no|nope|oops|sorry)\b[\s,!.]+)?(?:that|it|this)(?: one)?(?:'s| is| was) (?:meant|supposed to be) for\b"
+    # "That should go on the shopping list", "it belongs in the garden jobs".
+    r"|(?:that|it|this)(?: one)? (?:should (?:go|be)|goes|belongs) (?:on|in|to|with) (?:the|my) \w"
     # "Make that the kitchen light instead", "the bedroom one instead" (not "… too").
     r"|(?![^?]*\b(?:too|also|as well)\b)[^?]*\binstead[\s.!]*$"
     r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
-    # "Not the mirror, the towel heater"; "not the lounge, I wanted the bedroom blinds".
-    r"|not (?:the|that|this|my) [\w' -]+?,\s*(?:but |i (?:meant|mean|wanted|want|said) )?(?:the|my) \w)",
+    # "Not the mirror, the towel heater"; "not the lounge, I wanted the bedroom blinds";
+    # "not those, the path lights".
+    r"|not (?:(?:the|that|this|my) [\w' -]+?|those|these|them|it|that|this)"
+    r",\s*(?:but |i (?:meant|mean|wanted|want|said) )?(?:the|my) \w)",
     re.IGNORECASE,
 )
 
