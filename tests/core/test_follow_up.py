@@ -196,6 +196,7 @@ def test_what_a_correction_meant() -> None:
         ("mark it as done", True),
         ("I've already got the lemons", True),
         ("the ferns are done", True),
+        ("Good, I picked some up on the way home", True),
         ("we're done with the recycling", True),
         ("take the bins out", False),
         ("I've got a question", True),  # said done, but of no item: item_meant finds none

@@ -349,7 +349,8 @@ def meant(text: str) -> str:
 # got the lemons", "the ferns are done": an item of the list just read is done.
 _DONE_WITH = re.compile(
     r"\b(?:tick|check|cross|take|strike)\s+(?:\w+\s+){0,3}?off\b|\bmark\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:done|complete)"
-    r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+|just\s+)?(?:got|bought|picked up|done|did|finished)\b"
+    r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+|just\s+)?"
+    r"(?:got|bought|picked(?: some| it| them)? up|done|did|finished)\b"
     r"|\b(?:is|are|'s)\s+(?:already\s+|all\s+)?(?:done|finished|sorted|bought)\b|\b(?:done|finished) with\b",
     re.IGNORECASE,
 )
