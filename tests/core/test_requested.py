@@ -92,6 +92,7 @@ def test_next_of_a_time_is_no_track() -> None:
     """ "The next few days" asks of a forecast; "the next song" of what plays."""
     assert named_in("what's the forecast for the next few days?", HOME).domains == {"weather"}
     assert named_in("what's next on the calendar?", HOME).domains == {"calendar"}
+    assert named_in("what's on tomorrow?", HOME).domains == {"calendar"}
     assert named_in("skip to the next one", HOME).domains == {"media_player"}
 
 

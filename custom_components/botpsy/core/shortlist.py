@@ -93,6 +93,13 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
         "plans",
         "anything on",
         "happening",
+        # "What's on tomorrow?" (not "what's on?": the devices that are).
+        "on today",
+        "on tonight",
+        "on tomorrow",
+        "on this week",
+        "on this weekend",
+        "on at the weekend",
     ),
     "sensor": ("temperature", "humidity", "sensor", "power", "energy"),
     "alarm_control_panel": ("alarm", "arm", "disarm"),
