@@ -51,6 +51,10 @@ from custom_components.botpsy.core.home import HomeEntity
         ("up a bit", Relative(None, True)),
         ("a little less bright", Relative("brightness", False)),
         ("a couple more degrees", Relative("temperature", True, 2)),
+        # What is wrong with it now: the other way.
+        ("that's too bright", Relative("brightness", False)),
+        ("hmm, it's a bit too cold", Relative("temperature", True)),
+        ("too loud", Relative("volume", False)),
         # Not relative: a value said outright, or nothing that moves.
         ("set it to 40 percent", None),
         ("turn it off", None),

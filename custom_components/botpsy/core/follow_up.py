@@ -56,6 +56,15 @@ _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
      "position", True),
     (re.compile(r"\b(?:close|lower) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further)\b"),
      "position", False),
+    # "That's too bright", "it's a bit too loud": the other way.
+    (re.compile(r"\btoo (?:dark|dim)\b"), "brightness", True),
+    (re.compile(r"\btoo bright\b"), "brightness", False),
+    (re.compile(r"\btoo (?:cold|cool|chilly)\b"), "temperature", True),
+    (re.compile(r"\btoo (?:hot|warm)\b"), "temperature", False),
+    (re.compile(r"\btoo (?:quiet|soft)\b"), "volume", True),
+    (re.compile(r"\btoo loud\b"), "volume", False),
+    (re.compile(r"\btoo slow\b"), "speed", True),
+    (re.compile(r"\btoo fast\b"), "speed", False),
     # "Two more degrees", "a couple of degrees less".
     (re.compile(rf"\b{_COUNT} (?:more|extra) degrees?\b|\bdegrees? (?:more|higher|up)\b"), "temperature", True),
     (re.compile(r"\bdegrees? (?:less|lower|down)\b"), "temperature", False),
