@@ -31,7 +31,7 @@ from botpsy_runtime.formats import ToolCall
 
 from .core.tools import ACTION, Tool
 from .core.validate import CallRejectedError, find_tool, validate_call
-from .language import QUESTION_INTENTS, Recognized, async_recognize, joined_parts
+from .language import QUESTION_INTENTS, TIMER_INTENTS, Recognized, async_recognize, joined_parts
 from .service_calls import async_state_said
 from .targets import Target, UnresolvedError, async_intent_targets
 from .toolbox import Toolbox
@@ -179,8 +179,13 @@ async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog
     """HA's own answer to a question its sentences read exactly ("is the kitchen window
     open?", "how many lights are on?", the weather): its intents that only read, handled
     as the Assist pipeline handles them locally, and said in the request's language with
-    HA's own responses. None where HA reads no question or cannot answer it."""
-    if heard.recognized is None or heard.recognized.intent not in QUESTION_INTENTS:
+    HA's own responses. None where HA reads no question or cannot answer it. A timer
+    ("set a timer for five minutes") is HA's to start, stop or change for the device that
+    asks, as its own agent does; where that device has no timers HA says so."""
+    if heard.recognized is None:
+        return None
+    timer = heard.recognized.intent in TIMER_INTENTS
+    if not timer and heard.recognized.intent not in QUESTION_INTENTS:
         return None
     # HA's sentences read "what's the weather?" in a home that has no weather entity, whose
     # intent is then not registered: HA would answer "Unknown intent HassGetWeather".
@@ -198,10 +203,11 @@ async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog
         language=heard.language,
         agent_id=conversation.HOME_ASSISTANT_AGENT,
     )
+    handled = QUESTION_INTENTS | TIMER_INTENTS
     response = await agent.async_handle_intents(
-        user_input, chat_log, intent_filter=lambda result: result.intent.name not in QUESTION_INTENTS
+        user_input, chat_log, intent_filter=lambda result: result.intent.name not in handled
     )
-    if response is None or response.response_type is intent.IntentResponseType.ERROR:
+    if response is None or (response.response_type is intent.IntentResponseType.ERROR and not timer):
         return None
     speech = str(response.speech.get("plain", {}).get("speech") or "").strip()
     states = [*response.matched_states, *response.unmatched_states]

@@ -43,6 +43,19 @@ QUESTION_INTENTS = frozenset(
         "HassGetCalendarEvents",
     }
 )
+# HA's timer intents: they act on the asking device's timers, no device of the home, and
+# only HA's own handler (with the satellite's timer support) can do them.
+TIMER_INTENTS = frozenset(
+    {
+        "HassStartTimer",
+        "HassCancelTimer",
+        "HassCancelAllTimers",
+        "HassIncreaseTimer",
+        "HassDecreaseTimer",
+        "HassPauseTimer",
+        "HassUnpauseTimer",
+    }
+)
 # HA's intents that say nothing to act on ("never mind"): no action either.
 NOTHING_INTENTS = frozenset({"HassNevermind", "HassRespond"})
 # The services HA's intents run (as its handlers do: HassTurnOff closes a cover): what a

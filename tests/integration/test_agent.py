@@ -14,6 +14,7 @@ from typing import Any
 from homeassistant.auth.models import User
 from homeassistant.components import conversation
 from homeassistant.components.homeassistant.exposed_entities import async_expose_entity
+from homeassistant.components.intent import TimerEventType, async_register_timer_handler
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.exceptions import ServiceValidationError
 from homeassistant.helpers import (
@@ -712,6 +713,25 @@ async def test_a_device_the_home_lacks_is_not_replaced_by_another(hass: HomeAssi
     speech, conversation_id = await ask(hass, "Close the front door lock")
     assert "light.kitchen_lights" not in (engine.requests[0].grammar or "")
     assert tool_results(hass, conversation_id) == [] and device_states(hass) == before
+
+
+async def test_a_timer_is_started_by_has_own_handler(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Set a timer for five minutes" from a satellite with timers: HA's handler starts it,
+    as HA's own agent does (the agent had no way to: the model was asked, and said it had
+    done it); from a device without timers, HA's own answer says so. No model either way."""
+    entry = MockConfigEntry(domain="test")
+    entry.add_to_hass(hass)
+    satellite = dr.async_get(hass).async_get_or_create(config_entry_id=entry.entry_id, identifiers={("test", "sat")})
+    events: list[TimerEventType] = []
+    async_register_timer_handler(hass, satellite.id, lambda event, _timer: events.append(event))
+    engine = script(agent)
+    result = await conversation.async_converse(
+        hass, "Set a timer for five minutes", None, Context(), agent_id=AGENT, device_id=satellite.id
+    )
+    assert events == [TimerEventType.STARTED] and engine.requests == []
+    assert result.response.response_type is intent.IntentResponseType.ACTION_DONE
+    speech, _conversation_id = await ask(hass, "Set a timer for five minutes")  # no device: no timers
+    assert "timer" in speech.lower() and engine.requests == [] and events == [TimerEventType.STARTED]
 
 
 async def test_an_item_not_on_the_list_is_not_checked_off(hass: HomeAssistant, agent: MockConfigEntry) -> None:
