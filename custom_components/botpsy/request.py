@@ -383,10 +383,11 @@ class Scope:
         ):
             # "What's the lowest it'll get over the next few days?": what a forecast tells.
             fitting = [e for e in holders if e.domain == "weather"]
-        elif not (named.entity_ids or named.areas or named.floors or named.kinds or named.domains) and _WHEN.match(
-            self.utterance
+        elif not (named.entity_ids or named.areas or named.floors or named.kinds or named.domains) and (
+            _WHEN.match(self.utterance) or _ON_A_DAY.search(self.utterance)
         ):
-            # "When is the dentist?", naming no device: what a calendar tells.
+            # "When is the dentist?", "is the dentist tomorrow?", naming no device: what a
+            # calendar tells.
             fitting = [e for e in holders if e.domain == "calendar"]
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
@@ -425,6 +426,12 @@ _SHOPPING = re.compile(r"shop|grocer", re.I)
 _WHEN = re.compile(
     r"^\W*(?:when(?:'s|\s+(?:is|are|was|do|does|will))|what\s+(?:time|day)\s+(?:is|are|does|do))\b"
     r"(?!\s+(?:it|today|now)\b)",  # "what time is it?" is no event's
+    re.I,
+)
+# ... or of what is on a day ("is the dentist tomorrow?").
+_ON_A_DAY = re.compile(
+    r"\b(?:today|tonight|tomorrow|this (?:morning|afternoon|evening|week|weekend)|next week"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
     re.I,
 )
 # A question that says only what it asks after a turn that read ("and the humidity?").

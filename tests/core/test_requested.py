@@ -93,6 +93,7 @@ def test_next_of_a_time_is_no_track() -> None:
     assert named_in("what's the forecast for the next few days?", HOME).domains == {"weather"}
     assert named_in("what's next on the calendar?", HOME).domains == {"calendar"}
     assert named_in("what's on tomorrow?", HOME).domains == {"calendar"}
+    assert named_in("will I need a coat tomorrow?", HOME).domains == {"weather"}
     assert named_in("skip to the next one", HOME).domains == {"media_player"}
 
 

@@ -1099,16 +1099,17 @@ async def test_questions_after_a_reading_are_about_what_it_read(hass: HomeAssist
 
 
 async def test_when_something_is_is_read_from_the_calendar(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    """ "When is the dentist?" names no device: the home's one calendar is read (the 0.5B
-    read the states of an area); "what time is it?" is no event's."""
+    """ "When is the dentist?", "is the dentist tomorrow?" name no device: the home's one
+    calendar is read (the 0.5B read the states of an area); "what time is it?" is no event's."""
     calendars = sorted(s.entity_id for s in hass.states.async_all("calendar"))
     async_expose_entity(hass, "conversation", calendars[0], True)
     for other in calendars[1:]:
         async_expose_entity(hass, "conversation", other, False)
     engine = script(agent)
-    _speech, conversation_id = await ask(hass, "When is the dentist?")
-    read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
-    assert read == [("get_state", calendars[0])] and engine.requests == []
+    for question in ("When is the dentist?", "Is the dentist tomorrow?"):
+        _speech, conversation_id = await ask(hass, question)
+        read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
+        assert read == [("get_state", calendars[0])] and engine.requests == [], question
     script(agent, "It is late.")
     _speech, conversation_id = await ask(hass, "What time is it now, do you know?")
     assert all(r.get("name") != "get_state" for r in tool_results(hass, conversation_id))

@@ -79,7 +79,24 @@ DOMAIN_WORDS: dict[str, tuple[str, ...]] = {
     "script": ("script", "routine"),
     "todo": ("list", "todo", "shopping", "add", "chores", "buy", "shop", "groceries", "grocery"),
     # What a forecast or a calendar answers.
-    "weather": ("weather", "forecast", "rain", "snow", "sunny", "umbrella", "storm", "outside"),
+    "weather": (
+        "weather",
+        "forecast",
+        "rain",
+        "snow",
+        "sunny",
+        "umbrella",
+        "storm",
+        "outside",
+        # What people wear for it: "will I need a coat tomorrow?".
+        "coat",
+        "jacket",
+        "sunglasses",
+        "sunscreen",
+        "windy",
+        "frost",
+        "icy",
+    ),
     "calendar": (
         "calendar",
         "appointment",
