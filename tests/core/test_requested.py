@@ -301,6 +301,8 @@ def test_what_goes_on_a_list_names_no_device() -> None:
         "Add clean the kitchen to my todo list",
         "put light bulbs on the shopping list",
         "add mop the hall onto my to-do list",
+        "put clean the oven on the chores",
+        "add clean the oven to it",  # the list just read
     ):
         assert [e.entity_id for e in home if named_in(request, home).fits(e)] == ["todo.tasks"], request
     # Only what goes on a list: "add the ceiling to the scene" still names the ceiling light.

@@ -131,8 +131,12 @@ _NEXT_TIME = re.compile(
 )
 
 _TITLE = re.compile(r"^\s*play\b.*?(?=\s+(?:on|in)\s|$)")
-# What is put on a list names no device either: "add clean the kitchen to my to-do list".
-_LIST_ITEM = re.compile(r"\b(add|put)\b.*?(?=\s+(?:to|on|onto)\s+(?:[\w-]+\s+){0,3}list\b)")
+# What is put on a list names no device either: "add clean the kitchen to my to-do list",
+# "put clean the oven on the chores", "add clean the oven to it" (after reading the list).
+_LIST_ITEM = re.compile(
+    r"\b(add|put)\b.*?(?=\s+(?:to|on|onto)\s+(?:(?:[\w-]+\s+){0,3}"
+    r"(?:list|chores|groceries|shopping|to-?dos?|jobs|tasks|errands)\b|(?:it|that|this|there)\W*$))"
+)
 # "How warm is it?" asks for the temperature (as HA's own sentences for it do); "warm"
 # alone need not ("a warm white light").
 _TEMPERATURE_QUESTION = re.compile(r"\bhow (?:hot|warm|cold|cool|chilly)\b")
