@@ -24,7 +24,7 @@ from .core.follow_up import (
     further,
     is_again,
     is_done_with,
-    item_meant,
+    items_meant,
     meant,
     moves,
     relative_call,
@@ -111,15 +111,16 @@ def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list
 
 
 def _done_calls(scope: Scope, before: list[conversation.Content]) -> list[ToolCall] | None:
-    """ "Tick that off" after reading a list: the item its words (or the question's) say, done."""
+    """ "Tick that off" after reading a list: the items its words (or the question's) say, done."""
     if (read := _list_read(before)) is None:
         return None
     entity_id, items = read
     asked = [c.content for c in before if isinstance(c, conversation.UserContent)]
-    if (item := item_meant(items, scope.utterance, *asked)) is None:
-        return None
-    done = {"entity_id": entity_id, ACTION: "update_item", "item": item, "status": "completed"}
-    return _valid(scope.toolbox, [ToolCall("todo", done)])
+    done = [
+        ToolCall("todo", {"entity_id": entity_id, ACTION: "update_item", "item": item, "status": "completed"})
+        for item in items_meant(items, scope.utterance, *asked)
+    ]
+    return _valid(scope.toolbox, done) if done else None
 
 
 def _again_calls(scope: Scope, before: list[conversation.Content], *, correction: bool) -> list[ToolCall] | None:

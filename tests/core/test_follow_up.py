@@ -14,6 +14,7 @@ from custom_components.botpsy.core.follow_up import (
     is_again,
     is_done_with,
     item_meant,
+    items_meant,
     meant,
     relative_call,
     relative_change,
@@ -201,6 +202,8 @@ def test_what_a_correction_meant() -> None:
         ("I've already got the lemons", True),
         ("the ferns are done", True),
         ("Good, I picked some up on the way home", True),
+        ("Scratch the oat milk", True),
+        ("ok, remove the rye bread and the lemons", True),
         ("we're done with the recycling", True),
         ("take the bins out", False),
         ("I've got a question", True),  # said done, but of no item: item_meant finds none
@@ -221,6 +224,12 @@ def test_the_item_meant_is_the_one_its_words_say() -> None:
     assert item_meant(shopping, "I've already got the lemons") == "Lemons"
     assert item_meant(chores, "the ferns are done") == "Water the ferns"
     assert item_meant(shopping, "I've got a question", "Is rye bread on the shopping list?") is None
+    # Several said, each one item; two words of one item are one.
+    assert items_meant(shopping, "Remove the rye bread and the lemons") == ["Rye bread", "Lemons"]
+    assert items_meant(shopping, "scratch the oat milk") == ["Oat milk"]
+    assert items_meant(["Salt and vinegar crisps", "Milk"], "tick off the salt and vinegar crisps") == [
+        "Salt and vinegar crisps"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1140,6 +1140,15 @@ async def test_an_item_said_done_after_reading_the_list_is_ticked_off(
     status = await shopping_list(hass)
     assert status == {"Eggs": "completed", "Oat milk": "needs_action"} and engine.requests == []
     assert hass.states.get("todo.shopping_list").state == "1", speech  # type: ignore[union-attr]
+    # Several at once, said "remove" (as HA's shopping list sentences say it): each ticked off.
+    for item in ("Lemons", "Rye bread"):
+        await hass.services.async_call(
+            "todo", "add_item", {"entity_id": "todo.shopping_list", "item": item}, blocking=True
+        )
+    _speech, conversation_id = await ask(hass, "Read me the shopping list")
+    speech, _conversation_id = await ask(hass, "Remove the rye bread and the lemons", conversation_id)
+    status = await shopping_list(hass)
+    assert status["Lemons"] == status["Rye bread"] == "completed" and engine.requests == [], speech
 
 
 async def test_a_question_about_the_one_list_reads_it_at_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:

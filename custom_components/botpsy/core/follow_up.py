@@ -355,17 +355,21 @@ def meant(text: str) -> str:
 
 
 # "Tick that off", "you can cross it off", "take it off", "mark it as done"; "I've already
-# got the lemons", "the ferns are done": an item of the list just read is done.
+# got the lemons", "the ferns are done", "scratch the oat milk": an item of the list just
+# read is done.
 _DONE_WITH = re.compile(
     r"\b(?:tick|check|cross|take|strike)\s+(?:\w+\s+){0,3}?off\b|\bmark\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:done|complete)"
     r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+|just\s+)?"
     r"(?:got|bought|picked(?: some| it| them)? up|done|did|finished)\b"
-    r"|\b(?:is|are|'s)\s+(?:already\s+|all\s+)?(?:done|finished|sorted|bought)\b|\b(?:done|finished) with\b",
+    r"|\b(?:is|are|'s)\s+(?:already\s+|all\s+)?(?:done|finished|sorted|bought)\b|\b(?:done|finished) with\b"
+    # "Scratch the oat milk", "remove the lemons" (HA's shopping list sentences: ticked off).
+    r"|^\W*(?:(?:ok(?:ay)?|great|good|right|then|and|now)\W+)*(?:scratch|scrap|remove|delete|strike)\b",
     re.IGNORECASE,
 )
 _ITEM_FILLER = frozenset(
     {"the", "that", "this", "it", "off", "you", "can", "have", "has", "some", "list", "and", "for", "please", "now"}
     | {"already", "just", "got", "bought", "picked", "done", "did", "finished", "sorted", "are", "with", "all"}
+    | {"scratch", "scrap", "remove", "delete", "strike", "from"}
 )
 
 
@@ -395,6 +399,19 @@ def item_meant(items: Sequence[str], *texts: str) -> str | None:
         if fitting:
             return fitting[0] if len(fitting) == 1 else None
     return None
+
+
+def items_meant(items: Sequence[str], *texts: str) -> list[str]:
+    """The items of `items` the first of `texts` says, each once: several where it names
+    several ("the rye bread and the lemons", each of its parts one item), else the one
+    `item_meant` finds; [] where none."""
+    parts = [p for p in re.split(r",\s*|\s+and\s+", texts[0]) if _item_words(p)] if texts else []
+    if len(parts) > 1:
+        each = [item_meant(items, part) for part in parts]
+        if None not in each and len(set(each)) == len(each):
+            return [item for item in each if item is not None]
+    one = item_meant(items, *texts)
+    return [one] if one is not None else []
 
 
 # "Switch it on then": the one word that points at a device, and the words around a
