@@ -10,7 +10,6 @@ changed); where they cannot be written exactly, the model has the request.
 from __future__ import annotations
 
 from collections.abc import Iterable
-import re
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
@@ -21,6 +20,7 @@ from botpsy_runtime.formats import ToolCall
 from .core.follow_up import (
     Relative,
     again_calls,
+    asks_its_own_action,
     further,
     is_again,
     is_done_with,
@@ -29,7 +29,6 @@ from .core.follow_up import (
     moves,
     relative_call,
     relative_change,
-    says_an_action,
 )
 from .core.home import HomeEntity
 from .core.policy import base_language
@@ -133,7 +132,7 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
     # What it names now, without what the conversation named before (that is the turn before's).
     words = meant(scope.utterance) if correction else scope.utterance
     # "No wait, I meant open the blinds": an action of its own, the model's.
-    if correction and says_an_action(re.split(r"\b(?:meant|mean|wanted|want)\b", words)[-1]):
+    if correction and asks_its_own_action(scope.utterance):
         return None
     named = named_in(words, toolbox.home.entities, here=scope.here)
     targets = _targets(toolbox, named, {call.name for call in done})

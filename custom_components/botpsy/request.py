@@ -46,7 +46,7 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.follow_up import is_again, meant, said_by_name, says_an_action
+from .core.follow_up import asks_its_own_action, is_again, meant, said_by_name, says_an_action
 from .core.home import HomeEntity
 from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
@@ -94,7 +94,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     correction = is_correction(utterance)
     # ... and, where it says another device and no action of its own ("wrong lamp, I
     # meant the one by the sofa"), the devices it acted on are not the one meant.
-    other = correction and not says_an_action(meant(utterance))
+    other = correction and not asks_its_own_action(utterance)
     wrong = frozenset(str(c["entity_id"]) for c in last_changes(chat_log)[0]) if other else frozenset()
     undone = await async_undo(agent.hass, chat_log, context) if correction else None
     llm_context = chat_log.llm_api.llm_context if chat_log.llm_api else None

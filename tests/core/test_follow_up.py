@@ -10,6 +10,7 @@ from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.follow_up import (
     Relative,
     again_calls,
+    asks_its_own_action,
     further,
     is_again,
     is_done_with,
@@ -190,6 +191,12 @@ def test_what_a_correction_meant() -> None:
     assert meant("No, not the fan, the sofa lamp") == "No, the sofa lamp"
     assert meant("Not the mirror, the towel heater") == "the towel heater"
     assert meant("Sorry, I meant the kitchen ceiling") == "Sorry, I meant the kitchen ceiling"
+
+
+def test_a_correction_may_ask_its_own_action() -> None:
+    assert asks_its_own_action("No wait, I meant open the living room blinds")
+    assert not asks_its_own_action("Actually, make it the nook blind")
+    assert not asks_its_own_action("No, not the fan, the sofa lamp")
 
 
 @pytest.mark.parametrize(

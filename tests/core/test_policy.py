@@ -157,6 +157,8 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("No, that was meant for the entrance", False, True),
         ("Oh, that should go on the shopping list", False, True),
         ("Not those, the path lights", False, True),
+        ("Actually, make it the nook blind", False, True),
+        ("sorry, change that to the kitchen light", False, True),
         ("That was supposed to be for the shopping list", False, True),
         ("I said the bedroom lamp, not the desk lamp", False, True),
         ("Wrong room, the bedroom", False, True),
@@ -173,6 +175,7 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("I wanted the lights on", False, False),
         ("That was meant to be a joke", False, False),
         ("It should be on by now", False, False),
+        ("Make it the living room too", False, False),
     ],
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:

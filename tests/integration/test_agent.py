@@ -924,9 +924,13 @@ async def test_a_correction_naming_part_of_a_name_does_the_right_one(
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
     engine = script(agent)
-    speech, _conversation_id = await ask(hass, "No, that was meant for the entrance", conversation_id)
+    speech, conversation_id = await ask(hass, "No, that was meant for the entrance", conversation_id)
     assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
     assert hass.states.get("light.entrance_color_white_lights").state == "off", speech  # type: ignore[union-attr]
+    # "Make it the …": another device, no action of its own.
+    speech, _conversation_id = await ask(hass, "Actually, make it the ceiling lights", conversation_id)
+    assert hass.states.get("light.entrance_color_white_lights").state == "on", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
     assert engine.requests == []
 
 

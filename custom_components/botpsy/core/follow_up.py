@@ -354,6 +354,16 @@ def meant(text: str) -> str:
     return _NOT_THAT.sub("", text).strip(" ,")
 
 
+# What a correction says before what was meant: "I meant", "make it", "change that to".
+_MEANT_SAID = re.compile(r"\b(?:meant|mean|wanted|want|(?:make|change|switch) (?:it|that)(?: to)?)\b", re.IGNORECASE)
+
+
+def asks_its_own_action(correction: str) -> bool:
+    """Whether a correction asks an action of its own ("no wait, I meant open the blinds"),
+    not only another device ("actually, make it the nook blind")."""
+    return says_an_action(_MEANT_SAID.split(meant(correction))[-1])
+
+
 # "Tick that off", "you can cross it off", "take it off", "mark it as done"; "I've already
 # got the lemons", "the ferns are done", "scratch the oat milk": an item of the list just
 # read is done.

@@ -107,6 +107,8 @@ _CORRECTION = re.compile(
     r"|(?:no|nope|oops|sorry)\b[\s,!.]+(?:that|it|this)(?: one)?(?:'s| is| was)? (?:for|goes|belongs|should)\b"
     # "That was meant for the shopping list".
     r"|(?:(?:no|nope|oops|sorry)\b[\s,!.]+)?(?:that|it|this)(?: one)?(?:'s| is| was) (?:meant|supposed to be) for\b"
+    # "Actually, make it the nook blind", "sorry, change that to the kitchen light".
+    r"|(?:no|nope|oops|sorry|actually|wait)\b[\s,!.]+(?:make|change|switch) (?:it|that)(?: to)? (?:the|my) \w"
     # "That should go on the shopping list", "it belongs in the garden jobs".
     r"|(?:that|it|this)(?: one)? (?:should (?:go|be)|goes|belongs) (?:on|in|to|with) (?:the|my) \w"
     # "Make that the kitchen light instead", "the bedroom one instead" (not "… too").
