@@ -57,6 +57,9 @@ from custom_components.botpsy.core.home import HomeEntity
         ("that's too bright", Relative("brightness", False)),
         ("hmm, it's a bit too cold", Relative("temperature", True)),
         ("too loud", Relative("volume", False)),
+        ("the reading light is too bright", Relative("brightness", False)),
+        ("too bright, switch it off", None),  # asked otherwise
+        ("it's too cold, put it back", None),
         # Not relative: a value said outright, or nothing that moves.
         ("set it to 40 percent", None),
         ("turn it off", None),

@@ -56,7 +56,16 @@ _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
      "position", True),
     (re.compile(r"\b(?:close|lower) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further)\b"),
      "position", False),
-    # "That's too bright", "it's a bit too loud": the other way.
+    # "Two more degrees", "a couple of degrees less".
+    (re.compile(rf"\b{_COUNT} (?:more|extra) degrees?\b|\bdegrees? (?:more|higher|up)\b"), "temperature", True),
+    (re.compile(r"\bdegrees? (?:less|lower|down)\b"), "temperature", False),
+    # "Turn it up", "turn the music down": whatever the device's level is.
+    (re.compile(r"\b(?:turn|crank|bring|put|bump|knock|nudge|push) (?:it|them|that|this|the \w+(?: \w+)?) (up|down)\b"
+                r"|\b(?:turn|crank|bump|knock) (up|down) (?:the )?\w+"), None, True),
+)  # fmt: skip
+# "That's too bright", "it's a bit too loud": the other way, where nothing else is asked
+# ("too bright, switch it off" asks that).
+_TOO: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"\btoo (?:dark|dim)\b"), "brightness", True),
     (re.compile(r"\btoo bright\b"), "brightness", False),
     (re.compile(r"\btoo (?:cold|cool|chilly)\b"), "temperature", True),
@@ -65,13 +74,7 @@ _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
     (re.compile(r"\btoo loud\b"), "volume", False),
     (re.compile(r"\btoo slow\b"), "speed", True),
     (re.compile(r"\btoo fast\b"), "speed", False),
-    # "Two more degrees", "a couple of degrees less".
-    (re.compile(rf"\b{_COUNT} (?:more|extra) degrees?\b|\bdegrees? (?:more|higher|up)\b"), "temperature", True),
-    (re.compile(r"\bdegrees? (?:less|lower|down)\b"), "temperature", False),
-    # "Turn it up", "turn the music down": whatever the device's level is.
-    (re.compile(r"\b(?:turn|crank|bring|put|bump|knock|nudge|push) (?:it|them|that|this|the \w+(?: \w+)?) (up|down)\b"
-                r"|\b(?:turn|crank|bump|knock) (up|down) (?:the )?\w+"), None, True),
-)  # fmt: skip
+)
 # "Raise the temperature", "lower the kitchen volume a bit", "reduce the fan speed": a verb
 # that moves a level, and the level it names.
 _LEVEL_NOUNS = {
@@ -189,6 +192,9 @@ def relative_change(text: str, language: str = "en") -> Relative | None:
         found.append(Relative(*_NUDGE_WORDS[match[1] or match[2]]))
     if match := _WAY_ONLY.match(said):
         found.append(Relative(None, match[1] == "up"))
+    asks_more = says_an_action(re.sub(r"\b(?:is|are)\b", " ", said)) or re.search(r"\b(?:back|again|before)\b", said)
+    if not found and not asks_more:
+        found = [Relative(quantity, up) for pattern, quantity, up in _TOO if pattern.search(said)]
     # Several readings of one change ("turn the heat up": the heat's, and whatever the
     # device's level is) are one; two ways, or two levels, are not.
     quantities = {f.quantity for f in found} - {None}
