@@ -414,9 +414,9 @@ class Scope:
 
 
 # Words of a question about what comes later, which a forecast or a calendar tells.
+_DAYS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _LATER = re.compile(
-    r"\b(?:will|going to|that day|then|after that|tomorrow|tonight|later|next|weekend|this week"
-    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|'ll\b",
+    rf"\b(?:will|going to|that day|then|after that|tomorrow|tonight|later|next|weekend|this week|{_DAYS})\b|'ll\b",
     re.I,
 )
 # Words of buying, and of the list of what to buy.
@@ -430,9 +430,7 @@ _WHEN = re.compile(
 )
 # ... or of what is on a day ("is the dentist tomorrow?").
 _ON_A_DAY = re.compile(
-    r"\b(?:today|tonight|tomorrow|this (?:morning|afternoon|evening|week|weekend)|next week"
-    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
-    re.I,
+    rf"\b(?:today|tonight|tomorrow|this (?:morning|afternoon|evening|week|weekend)|next week|{_DAYS})\b", re.I
 )
 # A question that says only what it asks after a turn that read ("and the humidity?").
 _ELLIPTIC = re.compile(r"^\W*(?:and|what about|how about)\b", re.I)
