@@ -83,7 +83,7 @@ async def test_questions_keep_the_conversation_open(hass: HomeAssistant, agent: 
     which = await run_text(hass, "Turn on the light", prefer_local=False)
     assert speech(which).startswith("Which light do you mean: ")
     assert which["intent_output"]["continue_conversation"] is True
-    question = await run_text(hass, "Dim the kitchen lights a bit", prefer_local=False)
+    question = await run_text(hass, "Make the kitchen lights cosy", prefer_local=False)
     assert speech(question) == "Which lights do you mean?"
     assert question["intent_output"]["continue_conversation"] is True
     done = await run_text(hass, "Turn off the kitchen lights", prefer_local=False)
@@ -115,7 +115,7 @@ async def test_reply_streams_into_the_pipeline(hass: HomeAssistant, agent: MockC
             hass, Context(), async_get_pipeline(hass, pipeline.id), PipelineStage.INTENT, PipelineStage.INTENT,
             events.append,
         )  # fmt: skip
-        pipeline_input = PipelineInput(run=run, session=session, intent_input="Dim the kitchen lights a bit")
+        pipeline_input = PipelineInput(run=run, session=session, intent_input="Make the kitchen lights cosy")
         await pipeline_input.validate()
         await pipeline_input.execute()
     pieces = [
