@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import Mapping
 import contextlib
 from dataclasses import asdict, dataclass, field
-import re
 from typing import Any, cast
 
 from homeassistant.auth.permissions.const import POLICY_CONTROL
@@ -34,6 +33,7 @@ from homeassistant.helpers import translation
 from homeassistant.helpers.event import async_track_state_change_event, async_track_state_report_event
 import probatio
 
+from .core.follow_up import item_words
 from .core.tools import GET_STATE, MEDIA_QUERY, SEARCH_AND_PLAY
 from .core.validate import CallRejectedError, ValidCall
 
@@ -223,19 +223,13 @@ def _item_as_listed(hass: HomeAssistant, call: ValidCall) -> None:
     wanted = str(call.data.get("item", ""))
     if any(wanted in (i.summary, i.uid) for i in entity.todo_items):
         return
-    for same in (str.casefold, _item_key):
+    for same in (str.casefold, item_words):
         fitting = {i.summary for i in entity.todo_items if i.summary and same(i.summary) == same(wanted)}
         if len(fitting) == 1:
             call.data["item"] = fitting.pop()
             return
     name = state.name if (state := hass.states.get(call.entity_id)) else call.entity_id
     raise CallRejectedError(f"{wanted!r} is not on {name}")
-
-
-def _item_key(summary: str) -> str:
-    """An item's words without case, articles or plural ends: "the lemon" is "Lemons"."""
-    words = re.findall(r"\w+", summary.casefold())
-    return " ".join(w.removesuffix("s") for w in words if w not in ("the", "a", "an", "some", "my"))
 
 
 async def async_run(hass: HomeAssistant, call: ValidCall, context: Context, language: str | None = None) -> CallResult:

@@ -394,7 +394,9 @@ def is_done_with(text: str) -> bool:
     return bool(_DONE_WITH.search(text))
 
 
-def _item_words(text: str) -> set[str]:
+def item_words(text: str) -> set[str]:
+    """The words that tell an item apart, without case, fillers or word ends ("the lemon",
+    "Lemons": {"lemon"})."""
     words = {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2} - _ITEM_FILLER
     return {re.sub(r"(?:ed|ing|es|s)$", "", w) or w for w in words}
 
@@ -408,8 +410,8 @@ def item_meant(items: Sequence[str], *texts: str) -> str | None:
     points at an item ("take it off"); None where none or several fit as well."""
     considered = texts if texts and _POINTS_AT_ITEM.search(texts[0]) else texts[:1]
     for text in considered:
-        said = _item_words(text)
-        overlap = {item: len(said & _item_words(item)) for item in items}
+        said = item_words(text)
+        overlap = {item: len(said & item_words(item)) for item in items}
         best = max(overlap.values(), default=0)
         fitting = [item for item, n in overlap.items() if best and n == best]
         if fitting:
@@ -421,7 +423,7 @@ def items_meant(items: Sequence[str], *texts: str) -> list[str]:
     """The items of `items` the first of `texts` says, each once: several where it names
     several ("the rye bread and the lemons", each of its parts one item), else the one
     `item_meant` finds; [] where none."""
-    parts = [p for p in re.split(r",\s*|\s+and\s+", texts[0]) if _item_words(p)] if texts else []
+    parts = [p for p in re.split(r",\s*|\s+and\s+", texts[0]) if item_words(p)] if texts else []
     if len(parts) > 1:
         each = [item_meant(items, part) for part in parts]
         if None not in each and len(set(each)) == len(each):
