@@ -144,6 +144,11 @@ def test_a_step_from_where_each_device_is() -> None:
         "action": "set_percentage",
         "percentage": 73,
     }
+    # A fan of a hundred speeds moves by a step that is felt.
+    assert arguments(relative_call(Relative("speed", True), fan, "on", {"percentage": 40, "percentage_step": 1})) == {
+        "action": "set_percentage",
+        "percentage": 50,
+    }
     # What the device does not have is not moved.
     assert relative_call(Relative("volume", True), lamp, "on", half) is None
 

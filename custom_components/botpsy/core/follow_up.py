@@ -274,7 +274,8 @@ def relative_call(change: Relative, entity: HomeEntity, state: str, attributes: 
         level = attributes.get(key)
         if not isinstance(level, int | float):
             return None
-        step = float(attributes.get("percentage_step") or 10) if quantity == "speed" else 20
+        # A fan of a hundred speeds steps by 1 %, which nobody feels: a step is 10 % at least.
+        step = max(float(attributes.get("percentage_step") or 10), 10) if quantity == "speed" else 20
         value = min(100, max(0, round(level + sign * (change.amount or step))))
     if isinstance(value, float) and value.is_integer() and quantity != "volume":
         value = int(value)
