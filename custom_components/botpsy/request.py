@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
 from functools import partial
 import re
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from homeassistant.components import conversation
 from homeassistant.const import CONF_LLM_HASS_API
 from homeassistant.core import Context, HomeAssistant
 from homeassistant.helpers import area_registry as ar, chat_session, device_registry as dr, llm
+from homeassistant.util import dt as dt_util
 
 from botpsy_runtime.engine import GenerateRequest, TextDelta
 from botpsy_runtime.errors import EngineError
@@ -336,7 +338,9 @@ class Scope:
 
     def said_states(self, results: list[dict[str, Any]]) -> str:
         """The states a question read, in the request's language."""
-        return self.phrases.states(results) if self.phrases else describe_states(results)
+        if self.phrases:
+            return self.phrases.states(results)
+        return describe_states(results, weekdays_asked(self.utterance, dt_util.now().date()))
 
     def sorry(self, key: str, english: str) -> str:
         """A failure said in the request's language (BotPsy's phrase `key`)."""
@@ -428,6 +432,23 @@ _WHEN = re.compile(
     r"(?!\s+(?:it|today|now)\b)",  # "what time is it?" is no event's
     re.I,
 )
+_WEEKDAY = re.compile(rf"\b({_DAYS}|today|tonight|tomorrow|weekend)\b", re.I)
+_WEEKDAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def weekdays_asked(text: str, today: date) -> frozenset[int]:
+    """The days of the week (Monday 0) a question asks of: "on Sunday", "tomorrow", "at the weekend"."""
+    days: set[int] = set()
+    for word in (w.lower() for w in _WEEKDAY.findall(text)):
+        if word == "weekend":
+            days |= {5, 6}
+        elif word in ("today", "tonight", "tomorrow"):
+            days.add((today + timedelta(days=word == "tomorrow")).weekday())
+        else:
+            days.add(_WEEKDAY_NAMES.index(word[:3]))
+    return frozenset(days)
+
+
 # ... or of what is on a day ("is the dentist tomorrow?").
 _ON_A_DAY = re.compile(
     rf"\b(?:today|tonight|tomorrow|this (?:morning|afternoon|evening|week|weekend)|next week|{_DAYS})\b", re.I
