@@ -381,11 +381,13 @@ class Scope:
             # Its words say the kind ("what's it like outside?"), whatever "it" was before.
             fitting = [e for e in holders if e.domain in self.named.domains]
         elif (
-            not (named.entity_ids or named.areas or named.floors or named.kinds)
+            not (named.entity_ids or named.areas or named.floors)
+            and set(named.kinds) <= _FORECAST_KINDS
             and _LATER.search(self.utterance)
             and _FORECAST.search(self.utterance)
         ):
-            # "What's the lowest it'll get over the next few days?": what a forecast tells.
+            # "What's the lowest it'll get over the next few days?", "how cold will it get on
+            # Sunday?" (no thermostat tells what is to come): what a forecast tells.
             fitting = [e for e in holders if e.domain == "weather"]
         elif not (named.entity_ids or named.areas or named.floors or named.kinds or named.domains) and (
             _WHEN.match(self.utterance) or _ON_A_DAY.search(self.utterance)
@@ -457,6 +459,8 @@ _ON_A_DAY = re.compile(
 _ELLIPTIC = re.compile(r"^\W*(?:and|what about|how about)\b", re.I)
 # ... and words of what a forecast tells of it.
 _FORECAST = re.compile(r"\b(?:cold|warm|hot|low|high|freez|frost|degree|temperature)\w*", re.I)
+# ... and the kinds of device such words name, which tell only of now.
+_FORECAST_KINDS = frozenset({"temperature", "humidity"})
 # Domains whose entities hold what their state does not tell (items, a forecast, events).
 CONTENT_DOMAINS = frozenset({"todo", "calendar", "weather"})
 

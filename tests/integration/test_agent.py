@@ -1096,6 +1096,10 @@ async def test_questions_after_a_reading_are_about_what_it_read(hass: HomeAssist
     _speech, conversation_id = await ask(hass, "What's the lowest it'll get over the next few days?")
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
     assert read == [("get_state", weather[0])] and engine.requests == []
+    # A temperature to come ("how cold will it get on Sunday?") is the forecast's, no thermostat's.
+    _speech, conversation_id = await ask(hass, "How cold will it get on Sunday?")
+    read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
+    assert read == [("get_state", weather[0])] and engine.requests == []
     _speech, conversation_id = await ask(hass, "What's the forecast for the next few days?")  # a time, not a track
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
     assert read == [("get_state", weather[0])] and engine.requests == []
