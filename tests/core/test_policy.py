@@ -165,6 +165,10 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("That should have been the office lamp", False, True),
         ("Make that the kitchen light instead", False, True),
         ("That's not what I meant, I wanted the blinds", False, True),
+        ("Sorry, the sofa lamp", False, True),
+        ("Wait, the bedroom one", False, True),
+        ("No, leave that one on, I meant the kitchen", False, True),
+        ("Oops, 21 I meant", False, True),
         # Not corrections: a remark, an addition, a question, a request of its own.
         ("No, that's fine", False, False),
         ("No, it's on the list already", False, False),
@@ -176,6 +180,9 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("That was meant to be a joke", False, False),
         ("It should be on by now", False, False),
         ("Make it the living room too", False, False),
+        ("Sorry, the light is still on", False, False),
+        ("Actually, the kitchen too", False, False),
+        ("Sorry, the blinds in the hall are stuck?", False, False),
     ],
 )
 def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:

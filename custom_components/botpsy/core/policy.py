@@ -95,7 +95,8 @@ _UNDO = re.compile(
 # the wrong thing; it is put back, and the request is the rest.
 _CORRECTION = re.compile(
     r"^\W*(?:(?:oh|hmm|uh|um|ah)\b\W*)?"
-    r"(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,20}?"
+    # "No, leave that one on, I meant the kitchen".
+    r"(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,40}?"
     r"\b(?:i meant|i mean|i wanted|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
     r"|i meant (?:the|my) \w"
     # "Wrong one, I wanted the nook lamp", "wrong room, the bedroom"; "no no, the window shade".
@@ -114,6 +115,10 @@ _CORRECTION = re.compile(
     # "Make that the kitchen light instead", "the bedroom one instead" (not "… too").
     r"|(?![^?]*\b(?:too|also|as well)\b)[^?]*\binstead[\s.!]*$"
     r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
+    # "Sorry, the sofa lamp", "wait, the bedroom one" (not "sorry, the light is still on",
+    # "actually, the kitchen too").
+    r"|(?:oops|whoops|sorry|wait|actually)\b[\s,!.]+(?:the|my) "
+    r"(?![^?]*\b(?:is|are|was|were|isn't|aren't|still|too|also|as well)\b)[^?]*$"
     # "Not the mirror, the towel heater"; "not the lounge, I wanted the bedroom blinds";
     # "not those, the path lights".
     r"|not (?:(?:the|that|this|my) [\w' -]+?|those|these|them|it|that|this)"
