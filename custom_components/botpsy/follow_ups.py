@@ -21,6 +21,7 @@ from .core.follow_up import (
     Relative,
     again_calls,
     asks_its_own_action,
+    corrected_calls,
     further,
     is_again,
     is_done_with,
@@ -131,10 +132,14 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
     toolbox = scope.toolbox
     # What it names now, without what the conversation named before (that is the turn before's).
     words = meant(scope.utterance) if correction else scope.utterance
+    named = named_in(words, toolbox.home.entities, here=scope.here)
+    if correction and named.nothing:
+        # "Sorry, I meant 22": the turn before's level, said again.
+        asked = " ".join(c.content for c in before if isinstance(c, conversation.UserContent))
+        return _valid(toolbox, corrected_calls(done, asked, scope.utterance) or [])
     # "No wait, I meant open the blinds": an action of its own, the model's.
     if correction and asks_its_own_action(scope.utterance):
         return None
-    named = named_in(words, toolbox.home.entities, here=scope.here)
     targets = _targets(toolbox, named, {call.name for call in done})
     offered: dict[str, frozenset[str]] = {}
     for tool in toolbox.compiled:

@@ -11,6 +11,7 @@ from custom_components.botpsy.core.follow_up import (
     Relative,
     again_calls,
     asks_its_own_action,
+    corrected_calls,
     further,
     is_again,
     is_done_with,
@@ -193,6 +194,23 @@ def test_again_on_other_devices() -> None:
     # A turn that did two things is not repeated by guess.
     both = [*before, ToolCall("light", {"entity_id": "light.desk", "action": "turn_on"})]
     assert again_calls(both, [lamp], {"light.desk": frozenset({"turn_on"})}) is None
+
+
+def test_a_level_said_again() -> None:
+    before = [ToolCall("climate", {"entity_id": "climate.hall", "action": "set_temperature", "temperature": 23})]
+    for correction in ("Oops, 21 I meant", "Not 23, 21", "sorry, I meant 21 degrees"):
+        assert corrected_calls(before, "Set the thermostat to 23", correction) == [
+            ToolCall("climate", {"entity_id": "climate.hall", "action": "set_temperature", "temperature": 21})
+        ]
+    # No number, two, or one of another unit: not a level said again.
+    for correction in ("Sorry, I meant the office", "I meant 21 or 22", "no, 40 percent"):
+        assert corrected_calls(before, "Set the thermostat to 23", correction) is None
+    # A step is no level the turn before said ("two degrees warmer", then "I meant 3").
+    assert corrected_calls(before, "two degrees warmer", "I meant 3") is None
+    dimmed = [ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 70})]
+    assert corrected_calls(dimmed, "Set the desk lamp to 70 percent", "Oops, make that 40") == [
+        ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 40})
+    ]
 
 
 def test_what_a_correction_meant() -> None:

@@ -996,6 +996,19 @@ async def test_a_correction_puts_back_and_does_what_was_meant(hass: HomeAssistan
     assert speech.startswith("Put back. Kitchen Lights: off → on") and "Ceiling Lights: on → off" in speech
 
 
+async def test_a_correction_of_the_value_said_sets_the_value_meant(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Oops, 21 I meant" after "… to 23": the same call with 21, without the model (the
+    0.5B read the states of an area and said a change that did not happen)."""
+    set_it = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 23})
+    script(agent, XML.render(set_it))
+    _speech, conversation_id = await ask(hass, "Make the heatpump cosy at 23 degrees")
+    assert hass.states.get("climate.heatpump").attributes["temperature"] == 23  # type: ignore[union-attr]
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "Oops, 21 I meant", conversation_id)
+    assert hass.states.get("climate.heatpump").attributes["temperature"] == 21  # type: ignore[union-attr]
+    assert engine.requests == [] and speech.endswith("HeatPump: temperature 20 → 21.")
+
+
 async def test_a_correction_with_its_own_action_is_the_models(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "No wait, I meant dim the ceiling lights": not the turn before's action again."""
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))

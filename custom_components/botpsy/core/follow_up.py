@@ -347,6 +347,48 @@ def again_calls(
     return calls or None
 
 
+# The levels a call sets as people say them ("21" degrees, "40" percent), and the units
+# said with them.
+_SAID_LEVELS = {"temperature": "degree", "brightness_pct": "percent", "percentage": "percent", "position": "percent"}
+_UNIT = {"%": "percent", "percent": "percent", "degree": "degree", "degrees": "degree", "°": "degree"}
+_SAID_NUMBER = re.compile(r"(?<![\w.,])(not\s+)?(\d+(?:[.,]\d+)?)\s*(%|percent|degrees?|°)?", re.I)
+
+
+def _numbers(text: str) -> list[tuple[float, str | None, bool]]:
+    """The numbers `text` says: each with its unit ("percent", "degree"), and whether "not" precedes it."""
+    return [
+        (float(m.group(2).replace(",", ".")), _UNIT.get((m.group(3) or "").lower()), bool(m.group(1)))
+        for m in _SAID_NUMBER.finditer(text)
+    ]
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def corrected_calls(before: Sequence[ToolCall], asked_before: str, correction: str) -> list[ToolCall] | None:
+    """ "Oops, 21 I meant", "not 25, 23" after "set the thermostat to 25" (`asked_before`):
+    the turn before's calls with the one number the correction says instead of the one
+    that turn said; None where it says none or several, or the turn before set no level
+    it said (a step of "two degrees warmer" is no level)."""
+    meant = [(value, unit) for value, unit, denied in _numbers(correction) if not denied]
+    if len(meant) != 1 or len({(c.name, str(c.arguments.get(ACTION))) for c in before}) != 1:
+        return None
+    value, unit = meant[0]
+    keys = {k for c in before for k in c.arguments if k in _SAID_LEVELS}
+    if len(keys) != 1 or unit not in (None, _SAID_LEVELS[key := next(iter(keys))]):
+        return None
+    said = {number for number, _unit, _denied in _numbers(asked_before)}
+    # A model's value may be written as text ("23"): as its number.
+    if not all(_number(c.arguments.get(key)) in said for c in before):
+        return None
+    level = int(value) if value.is_integer() else value
+    return [ToolCall(c.name, {**c.arguments, key: level}) for c in before]
+
+
 def _data(call: ToolCall) -> str:
     """A call's data besides its target and action, comparable."""
     return repr(sorted((k, repr(v)) for k, v in call.arguments.items() if k not in ("entity_id", ACTION)))
