@@ -340,7 +340,7 @@ class Scope:
         """The states a question read, in the request's language."""
         if self.phrases:
             return self.phrases.states(results)
-        return describe_states(results, weekdays_asked(self.utterance, dt_util.now().date()))
+        return describe_states(results, days_asked(self.utterance, dt_util.now().date()))
 
     def sorry(self, key: str, english: str) -> str:
         """A failure said in the request's language (BotPsy's phrase `key`)."""
@@ -438,16 +438,15 @@ _WEEKDAY = re.compile(rf"\b({_DAYS}|today|tonight|tomorrow|weekend)\b", re.I)
 _WEEKDAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
-def weekdays_asked(text: str, today: date) -> frozenset[int]:
-    """The days of the week (Monday 0) a question asks of: "on Sunday", "tomorrow", "at the weekend"."""
-    days: set[int] = set()
+def days_asked(text: str, today: date) -> frozenset[date]:
+    """The dates a question asks of: "tomorrow", "on Sunday" (the next one), "the weekend"."""
+    days: set[date] = set()
     for word in (w.lower() for w in _WEEKDAY.findall(text)):
-        if word == "weekend":
-            days |= {5, 6}
-        elif word in ("today", "tonight", "tomorrow"):
-            days.add((today + timedelta(days=word == "tomorrow")).weekday())
-        else:
-            days.add(_WEEKDAY_NAMES.index(word[:3]))
+        if word in ("today", "tonight", "tomorrow"):
+            days.add(today + timedelta(days=word == "tomorrow"))
+            continue
+        weekdays = (5, 6) if word == "weekend" else (_WEEKDAY_NAMES.index(word[:3]),)
+        days |= {today + timedelta(days=(weekday - today.weekday()) % 7) for weekday in weekdays}
     return frozenset(days)
 
 

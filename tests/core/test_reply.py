@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 from custom_components.botpsy.core.reply import describe, describe_states
 
 
@@ -91,9 +93,10 @@ def test_a_question_about_a_list_a_forecast_or_a_calendar_is_answered_with_what_
     assert describe_states([{"state": home}]) == (
         "Home is cloudy, temperature 11. Forecast: Thu 03 Dec rainy, 9 (low 4), 80 % chance of precipitation."
     )
-    # A day asked of ("and on Monday?") is said, wherever it is in the forecast.
+    # A day asked of ("and on Monday?") is said, wherever it is in the forecast; one it does
+    # not have is not made up.
     week = [{"datetime": f"2026-12-{day:02}T12:00:00+00:00", "condition": "sunny"} for day in range(3, 10)]
-    assert describe_states([{"state": {**home, "forecast": week}}], weekdays=frozenset({0})) == (
+    assert describe_states([{"state": {**home, "forecast": week}}], days=frozenset({date(2026, 12, 7)})) == (
         "Home is cloudy, temperature 11. Forecast: Mon 07 Dec sunny."
     )
     assert "Thu 03 Dec sunny; Fri 04 Dec sunny; Sat 05 Dec sunny." in describe_states(

@@ -97,15 +97,15 @@ _FACTS = {
 }
 
 
-def describe_states(results: Sequence[Mapping[str, Any]], weekdays: frozenset[int] = frozenset()) -> str:
+def describe_states(results: Sequence[Mapping[str, Any]], days: frozenset[date] = frozenset()) -> str:
     """The facts read for a question, a sentence per device: read from HA, never made up.
-    `weekdays` (Monday 0): the days a question asks of, which a forecast says first."""
+    `days`: the dates a question asks of, which a forecast says alone where it has them."""
     states = [r["state"] for r in results if isinstance(r.get("state"), Mapping)]
     states += [s for r in results for s in r.get("entities") or () if isinstance(s, Mapping) and "state" in s]
     sentences = []
     for state in states:
         name = state.get("name") or state.get("entity_id")
-        if (contents := _contents(name, state, weekdays)) is not None:
+        if (contents := _contents(name, state, days)) is not None:
             sentences.append(contents)
             continue
         unit = f" {state['unit_of_measurement']}" if state.get("unit_of_measurement") else ""
@@ -120,7 +120,7 @@ def describe_states(results: Sequence[Mapping[str, Any]], weekdays: frozenset[in
     return " ".join(dict.fromkeys(sentences))
 
 
-def _contents(name: Any, state: Mapping[str, Any], weekdays: frozenset[int]) -> str | None:
+def _contents(name: Any, state: Mapping[str, Any], days: frozenset[date]) -> str | None:
     """What a list, a forecast or a calendar holds, as read (None: not one of those)."""
     if isinstance(items := state.get("items"), list):
         summaries = [str(i.get("summary")) for i in items if isinstance(i, Mapping) and i.get("summary")]
@@ -150,9 +150,9 @@ def _contents(name: Any, state: Mapping[str, Any], weekdays: frozenset[int]) -> 
         )
         listed = [day for day in forecast if isinstance(day, Mapping)]
         # "And on Monday?": that day, wherever it is in the forecast; else the next three.
-        asked = [day for day in listed if _weekday(day.get("datetime")) in weekdays]
-        days = [_forecast_day(day) for day in (asked or listed)[:3]]
-        return f"{now}. Forecast: {'; '.join(days)}." if days else f"{now}."
+        asked = [day for day in listed if _date(day.get("datetime")) in days]
+        said = [_forecast_day(day) for day in (asked or listed)[:3]]
+        return f"{now}. Forecast: {'; '.join(said)}." if said else f"{now}."
     return None
 
 
@@ -176,10 +176,10 @@ def _until(start: Any, end: Any) -> str:
     return f" until {ends:%H:%M}" if "T" in str(end) and ends.date() == begins.date() else ""
 
 
-def _weekday(when: Any) -> int | None:
-    """The day of the week of a forecast's date (Monday 0), None if it is none."""
+def _date(when: Any) -> date | None:
+    """The date of a forecast's day, None if it is none."""
     try:
-        return datetime.fromisoformat(str(when)).weekday()
+        return datetime.fromisoformat(str(when)).date()
     except ValueError:
         return None
 
