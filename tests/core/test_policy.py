@@ -169,6 +169,7 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("Wait, the bedroom one", False, True),
         ("No, leave that one on, I meant the kitchen", False, True),
         ("Oops, 21 I meant", False, True),
+        ("Oops, wrong list", False, True),
         # Not corrections: a remark, an addition, a question, a request of its own.
         ("No, that's fine", False, False),
         ("No, it's on the list already", False, False),

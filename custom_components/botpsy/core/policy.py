@@ -94,7 +94,7 @@ _UNDO = re.compile(
 # "No, not that one, the bedside lamp", "sorry, I meant the kitchen": the last turn acted on
 # the wrong thing; it is put back, and the request is the rest.
 _CORRECTION = re.compile(
-    r"^\W*(?:(?:oh|hmm|uh|um|ah)\b\W*)?"
+    r"^\W*(?:(?:oh|hmm|uh|um|ah|oops|whoops)\b\W*)?"
     # "No, leave that one on, I meant the kitchen".
     r"(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,40}?"
     r"\b(?:i meant|i mean|i wanted|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
