@@ -238,6 +238,9 @@ def test_a_correction_may_ask_its_own_action() -> None:
         ("Scratch the oat milk", True),
         ("ok, remove the rye bread and the lemons", True),
         ("we're done with the recycling", True),
+        ("Got the spinach already", True),
+        ("already bought the milk", True),
+        ("got to go", True),  # said done, but of no item: item_meant finds none
         ("take the bins out", False),
         ("I've got a question", True),  # said done, but of no item: item_meant finds none
         ("turn off the kitchen light", False),

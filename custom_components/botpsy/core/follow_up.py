@@ -420,6 +420,8 @@ _DONE_WITH = re.compile(
     r"\b(?:tick|check|cross|take|strike)\s+(?:\w+\s+){0,3}?off\b|\bmark\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:done|complete)"
     r"|\b(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+|just\s+)?"
     r"(?:got|bought|picked(?: some| it| them)? up|done|did|finished)\b"
+    # ... said without who: "got the spinach already", "already bought the milk".
+    r"|^\W*(?:(?:ok(?:ay)?|great|good|right|so|and)\W+)*(?:already\s+|just\s+)?(?:got|bought|picked up)\b"
     r"|\b(?:is|are|'s)\s+(?:already\s+|all\s+)?(?:done|finished|sorted|bought)\b|\b(?:done|finished) with\b"
     # "Scratch the oat milk", "remove the lemons" (HA's shopping list sentences: ticked off).
     r"|^\W*(?:(?:ok(?:ay)?|great|good|right|then|and|now)\W+)*(?:scratch|scrap|remove|delete|strike)\b",
