@@ -102,6 +102,14 @@ def test_here_is_the_area_of_the_device_that_heard_it() -> None:
     assert [e.entity_id for e in HOME if named.fits(e)] == ["climate.office"]
 
 
+def test_there_is_the_area_of_the_devices_the_conversation_was_about() -> None:
+    named = named_in("how warm is it in there?", HOME, recent=["switch.lamp"])
+    assert named.areas == {"Office"} and [e.entity_id for e in HOME if named.fits(e)] == ["climate.office"]
+    # Devices of several areas say no one place.
+    named = named_in("how warm is it in there?", HOME, recent=["switch.lamp", "light.garage"])
+    assert named.areas == frozenset()
+
+
 def test_how_warm_it_is_asks_for_the_temperature() -> None:
     heater = HomeEntity("sensor.office_heater_irradiance", "Office heater irradiance", area="Office")
     office = (*HOME, heater, HomeEntity("light.office", "Office Lamp", area="Office"))

@@ -97,6 +97,9 @@ _SYNONYMS = {
 }  # fmt: skip
 # "Here", as HA's own <here> rule says it: the area of the device that heard the request.
 _HERE = re.compile(r"\b(?:(?:in )?here|(?:in )?(?:this|the|my|our) (?:room|area|space))\b")
+# "How humid is it in there?" after switching the vanity light: the area of the devices
+# the conversation was about.
+_THERE = re.compile(r"\b(?:in|out) there\b")
 # How a kind is said in a reply when it is not a noun of its own.
 _SAID = {
     "play": "media player",
@@ -721,11 +724,14 @@ def floors_by_level(
     return frozenset(levels.get(wanted, ())) if wanted is not None else frozenset()
 
 
-def _normalized(request: str, here: str | None) -> str:
-    """`request` lowercased, "here" as the area, synonyms as kinds, no titles or list items (they name nothing)."""
+def _normalized(request: str, here: str | None, there: str | None = None) -> str:
+    """`request` lowercased, "here" and "there" as the areas, synonyms as kinds, no titles
+    or list items (they name nothing)."""
     text = request.lower()
     if here:
         text = _HERE.sub(f"in the {here.lower()}", text)
+    if there:
+        text = _THERE.sub(f"in the {there.lower()}", text)
     # "Play The Office on the TV": a title names no area, kind or device; what follows it
     # does. Nor does an item for a list.
     text = _TITLE.sub("play", text)
@@ -749,8 +755,9 @@ def named_in(
     off", "unpause", "good night") is about the `recent` devices of the conversation, or
     the domains its words point at, if any. A part of a request (`whole` False) is read
     without its own parts."""
-    text = _normalized(request, here)
-    entities = tuple(entities)
+    entities, recent = tuple(entities), tuple(recent)
+    there = {e.area for e in entities if e.entity_id in recent and e.area}
+    text = _normalized(request, here, next(iter(there)) if len(there) == 1 else None)
     # The words of a device's name ("Kitchen Lights") name that device, not an area, a
     # kind or a device named by part of them ("Kitchen", a speaker): "turn off the kitchen
     # lights" is about the lights alone. The longest names are found first.
