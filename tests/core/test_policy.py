@@ -170,6 +170,11 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("No, leave that one on, I meant the kitchen", False, True),
         ("Oops, 21 I meant", False, True),
         ("Oops, wrong list", False, True),
+        ("You switched on the wrong thing, I wanted the kettle", False, True),
+        ("you opened the wrong blind", False, True),
+        ("I didn't want that", True, False),
+        ("That was a mistake.", True, False),
+        ("I never asked for it", True, False),
         # Not corrections: a remark, an addition, a question, a request of its own.
         ("No, that's fine", False, False),
         ("No, it's on the list already", False, False),

@@ -88,7 +88,10 @@ _UNDO = re.compile(
     r"|(?:set|make|put|turn|change|bring) (?:it|them|that|those|everything) (?:back )?(?:to )?(?:the way|how|as|what)"
     r" (?:it|they) (?:was|were)\b"
     r"|(?:reverse|roll back) (?:it|that|this)\b|roll (?:it|that|this) back\b"
-    r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$)",
+    r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$"
+    # "I didn't want that", "that was a mistake": said of the last action alone.
+    r"|i (?:didn't|did not|never) (?:want(?:ed)?|ask(?:ed)? for|mean(?:t)?) (?:that|this|it)\W*$"
+    r"|(?:that|this) (?:was|is) (?:a mistake|not right)\W*$)",
     re.IGNORECASE,
 )
 # "No, not that one, the bedside lamp", "sorry, I meant the kitchen": the last turn acted on
@@ -101,6 +104,8 @@ _CORRECTION = re.compile(
     r"|i meant (?:the|my) \w"
     # "Wrong one, I wanted the nook lamp", "wrong room, the bedroom"; "no no, the window shade".
     r"|(?:that's |that is |that was |you got )?(?:the )?wrong \w+"
+    # "You switched on the wrong thing, I wanted the kettle".
+    r"|you (?:\w+ ){1,2}(?:the )?wrong \w+"
     # "That's not what I meant", "it should have been the porch light".
     r"|(?:that's |that is |it's |it is )?not what i (?:meant|wanted|asked for)\b|(?:it |that )?should have been\b"
     # "I said the bedroom lamp"; "no, that one's for the garden jobs".
