@@ -52,7 +52,7 @@ from .core.follow_up import asks_its_own_action, is_again, meant, said_by_name, 
 from .core.home import HomeEntity
 from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
 from .core.reply import describe, describe_states
-from .core.requested import NAMES_NOTHING, Named, named_in, said_fraction
+from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction
 from .core.shortlist import shortlist
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
@@ -719,7 +719,7 @@ class _Rounds:
             self.policy,
             allow_calls=with_tools,
             refuse=partial(scope.refuses, named=named),
-            spread=partial(scope.toolbox.spread, named=named),
+            spread=lambda call: scope.toolbox.spread(muted_as_said(call, scope.utterance), named),
         )
         return Generation(self.fmt, self.agent.stats, policy, stream_text=stream_text), request
 

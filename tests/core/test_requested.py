@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.requested import (
     KINDS,
@@ -15,6 +16,7 @@ from custom_components.botpsy.core.requested import (
     by_levels,
     by_options,
     by_verb,
+    muted_as_said,
     named_in,
     said_fraction,
 )
@@ -646,3 +648,13 @@ def test_a_player_named_a_speaker_in_the_homes_language_is_no_tv() -> None:
 )
 def test_a_share_said_in_words(text: str, share: float | None) -> None:
     assert said_fraction(text) == share
+
+
+def test_a_mute_call_has_the_value_its_verb_says() -> None:
+    muted = ToolCall("media_player", {"entity_id": "media_player.tv", "action": "volume_mute", "is_volume_muted": True})
+    assert muted_as_said(muted, "Oops, unmute it").arguments["is_volume_muted"] is False
+    assert muted_as_said(muted, "mute the tv").arguments["is_volume_muted"] is True
+    # Both verbs, or none: as the model wrote it.
+    assert muted_as_said(muted, "unmute the tv and mute the radio") == muted
+    play = ToolCall("media_player", {"entity_id": "media_player.tv", "action": "media_play"})
+    assert muted_as_said(play, "unmute and play") == play

@@ -875,6 +875,19 @@ async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(
     assert round(brightness / 255 * 100) == 70 and engine.requests == []
 
 
+async def test_unmute_unmutes_whatever_value_the_model_writes(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """The 0.5B answered "oops, unmute it" with HA's mute service and "muted"."""
+    mute = ToolCall(
+        "media_player", {"entity_id": "media_player.bedroom", "action": "volume_mute", "is_volume_muted": True}
+    )
+    script(agent, XML.render(mute))
+    _speech, conversation_id = await ask(hass, "Give the bedroom speaker some silence")
+    assert hass.states.get("media_player.bedroom").attributes["is_volume_muted"] is True  # type: ignore[union-attr]
+    script(agent, XML.render(mute))
+    await ask(hass, "Oops, unmute it", conversation_id)
+    assert hass.states.get("media_player.bedroom").attributes["is_volume_muted"] is False  # type: ignore[union-attr]
+
+
 async def test_a_verb_that_moves_a_level_is_a_step_from_where_it_is(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:

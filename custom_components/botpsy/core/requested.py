@@ -15,10 +15,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 import re
 
+from botpsy_runtime.formats import ToolCall
+
 from .home import HomeEntity
 from .policy import is_social
 from .shortlist import DOMAIN_WORDS
-from .tools import OPTION_PARAMS, Param, Tool
+from .tools import ACTION, OPTION_PARAMS, Param, Tool
 
 
 def _cover(*classes: str) -> Callable[[HomeEntity], bool]:
@@ -514,6 +516,19 @@ _ADD = re.compile(r"\b(?:add|put)\b.+\b(?:to|on|onto)\b")
 _DONE = re.compile(r"\b(?:tick|check|cross|mark)\b|\btake (?:it|that|them) off\b")
 LIST_ADD = (frozenset({"add_item"}),)
 LIST_DONE = (frozenset({"update_item"}),)
+
+
+# "Unmute it": HA's one mute service takes either value, and a small model wrote "muted"
+# for it; the verb says which.
+_MUTE = re.compile(r"\b(un)?mute\b", re.IGNORECASE)
+
+
+def muted_as_said(call: ToolCall, text: str) -> ToolCall:
+    """A mute call with the value the one mute verb of `text` says ("unmute": not muted)."""
+    said = {bool(un) for un in _MUTE.findall(text)}
+    if call.arguments.get(ACTION) != "volume_mute" or len(said) != 1:
+        return call
+    return ToolCall(call.name, {**call.arguments, "is_volume_muted": not said.pop()})
 
 
 def _services(text: str) -> tuple[frozenset[str], ...]:
