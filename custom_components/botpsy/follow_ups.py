@@ -19,6 +19,7 @@ from botpsy_runtime.formats import ToolCall
 
 from .core.follow_up import (
     Relative,
+    added_item,
     again_calls,
     asks_its_own_action,
     corrected_calls,
@@ -89,8 +90,8 @@ def follow_up_calls(
         return _relative_calls(hass, scope, change)
     if not earlier:
         return None
-    if is_done_with(scope.utterance):
-        return _done_calls(scope, earlier[-1])
+    if is_done_with(scope.utterance) or added_item(scope.utterance) is not None:
+        return _list_calls(scope, earlier[-1])
     if correction or is_again(scope.utterance):
         return _again_calls(scope, earlier[-1], correction=correction)
     return None
@@ -110,11 +111,18 @@ def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list
     return _valid(scope.toolbox, calls)
 
 
-def _done_calls(scope: Scope, before: list[conversation.Content]) -> list[ToolCall] | None:
-    """ "Tick that off" after reading a list: the items its words (or the question's) say, done."""
+def _list_calls(scope: Scope, before: list[conversation.Content]) -> list[ToolCall] | None:
+    """ "Tick that off", "add weed the borders" after reading a list: the items its words
+    (or the question's) say done, or the item it adds, on that list."""
     if (read := _list_read(before)) is None:
         return None
     entity_id, items = read
+    if (item := added_item(scope.utterance)) is not None:
+        added = ToolCall("todo", {"entity_id": entity_id, ACTION: "add_item", "item": item})
+        # Its words alone name no device (the conversation's list aside), only a list's kind.
+        alone = named_in(scope.utterance, scope.toolbox.home.entities, here=scope.here)
+        nothing_else = not (alone.entity_ids or alone.partly) and (alone.domains or frozenset()) <= {"todo"}
+        return _valid(scope.toolbox, [added]) if nothing_else else None
     asked = [c.content for c in before if isinstance(c, conversation.UserContent)]
     done = [
         ToolCall("todo", {"entity_id": entity_id, ACTION: "update_item", "item": item, "status": "completed"})

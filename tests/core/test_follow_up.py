@@ -9,6 +9,7 @@ import pytest
 from botpsy_runtime.formats import ToolCall
 from custom_components.botpsy.core.follow_up import (
     Relative,
+    added_item,
     again_calls,
     asks_its_own_action,
     corrected_calls,
@@ -248,6 +249,20 @@ def test_a_correction_may_ask_its_own_action() -> None:
 )
 def test_an_item_said_done(text: str, done: bool) -> None:
     assert is_done_with(text) is done
+
+
+@pytest.mark.parametrize(
+    ("text", "item"),
+    [
+        ("Add weed the borders", "weed the borders"),
+        ("and put compost on it too", "compost"),
+        ("Add milk to the shopping list", None),  # a list of its own
+        ("Put the kettle on", None),
+        ("turn on the light", None),
+    ],
+)
+def test_an_item_added_to_the_list_just_read(text: str, item: str | None) -> None:
+    assert added_item(text) == item
 
 
 def test_the_item_meant_is_the_one_its_words_say() -> None:

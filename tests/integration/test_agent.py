@@ -1183,6 +1183,11 @@ async def test_an_item_said_done_after_reading_the_list_is_ticked_off(
     speech, _conversation_id = await ask(hass, "Remove the rye bread and the lemons", conversation_id)
     status = await shopping_list(hass)
     assert status["Lemons"] == status["Rye bread"] == "completed" and engine.requests == [], speech
+    # An item said after reading the list, without the list's name: on that list.
+    _speech, conversation_id = await ask(hass, "Read me the shopping list")
+    speech, _conversation_id = await ask(hass, "Add weed killer", conversation_id)
+    status = await shopping_list(hass)
+    assert status.get("weed killer") == "needs_action" and engine.requests == [], speech
 
 
 async def test_a_question_about_the_one_list_reads_it_at_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:

@@ -434,6 +434,23 @@ _ITEM_FILLER = frozenset(
 )
 
 
+# "Add weed the borders", "put compost on it too": an item for the list just read, which
+# the request does not name.
+_ADDED = re.compile(
+    r"^\W*(?:(?:and|also|then|ok(?:ay)?|oh|great|please)\W+)*(?:can you\s+|could you\s+)?(?:add|put)\s+(.+?)"
+    r"(?:\s+(?:to|on(?:to)?)\s+(?:it|that|this|there|(?:that|this) list))?(?:\s+(?:too|as well|please))*\W*$",
+    re.IGNORECASE,
+)
+
+
+def added_item(text: str) -> str | None:
+    """The item `text` asks to add to the list just read, if it says no other list."""
+    match = _ADDED.match(text)
+    if match is None or re.search(r"\b(?:to|on|onto)\b", match.group(1), re.IGNORECASE):
+        return None
+    return match.group(1)
+
+
 def is_done_with(text: str) -> bool:
     """Whether `text` says an item of a list is done ("I've watered the ferns, tick that off")."""
     return bool(_DONE_WITH.search(text))
