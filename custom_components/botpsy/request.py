@@ -50,7 +50,15 @@ from .const import (
 )
 from .core.follow_up import asks_its_own_action, is_again, meant, said_by_name, says_an_action
 from .core.home import HomeEntity
-from .core.policy import asks_both_ways, is_correction, is_question, is_undo, reply_to_nothing, undoes_only_a_change
+from .core.policy import (
+    asks_both_ways,
+    is_correction,
+    is_question,
+    is_social,
+    is_undo,
+    reply_to_nothing,
+    undoes_only_a_change,
+)
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction
 from .core.shortlist import shortlist
@@ -320,6 +328,8 @@ class Scope:
         the model is asked (always in a language the rules do not read)."""
         if self.question or not self.english:
             return None
+        if is_social(self.utterance):  # "leave it there" is about the heating, and asks nothing of it
+            return reply_to_nothing(self.utterance)
         if self.toolbox.nothing_fits(self.named):
             return f"I found no {self.named.describe()} that I can control, so I did nothing."
         if self.named.nothing:

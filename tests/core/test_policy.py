@@ -10,6 +10,7 @@ from custom_components.botpsy.core.policy import (
     is_correction,
     is_question,
     is_refusal,
+    is_social,
     is_undo,
     needs_confirmation,
     reply_to_nothing,
@@ -118,6 +119,24 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
     assert reply_to_nothing("Thank you!") == "You're welcome."
     assert reply_to_nothing("good night") == "Good night!"
     assert reply_to_nothing("Tell me a joke") == NOTHING_NAMED
+
+
+@pytest.mark.parametrize(
+    ("text", "social"),
+    [
+        ("Leave it there", True),
+        ("That's fine, thanks", True),
+        ("perfect", True),
+        ("Okay then", True),
+        ("ok stop", False),  # a request of its own
+        ("leave it on the kitchen light", False),
+        ("great, now turn off the fan", False),
+    ],
+)
+def test_an_acknowledgement_asks_for_nothing(text: str, social: bool) -> None:
+    assert is_social(text) is social
+    if social:
+        assert reply_to_nothing(text) in ("OK.", "You're welcome.")
 
 
 @pytest.mark.parametrize(

@@ -199,6 +199,7 @@ _SOCIAL = (
     (re.compile(r"^\s*(thanks|thank you|cheers)\b", re.I), "You're welcome."),
     (re.compile(r"^\s*good ?night\b", re.I), "Good night!"),
     (re.compile(r"^\s*(bye|goodbye|see you)\b", re.I), "Goodbye!"),
+    (re.compile(r"^\W*(ok|okay|great|perfect|lovely|fine|that's|that is|leave it)\b", re.I), "OK."),
 )
 NOTHING_NAMED = "I did not find a device in that request, so I did nothing."
 # A social phrase and nothing else ("good night!", "thanks, buddy"): it asks for nothing,
@@ -210,9 +211,18 @@ _ONLY_SOCIAL = re.compile(
 )
 
 
+# "Leave it there", "that's fine", "perfect, thanks": said of what was just done, which
+# stays as it is (the 0.5B switched the heating off for "leave it there").
+_ACKNOWLEDGED = re.compile(
+    r"\W*(?:ok(?:ay)?|great|perfect|lovely|fine|(?:that's|that is) (?:fine|good|great|perfect|enough|it)"
+    r"|leave it(?: there| like that| as it is| at that| be)?)(?:[\s,]+(?:thanks|thank you|then|for now))?\W*",
+    re.IGNORECASE,
+)
+
+
 def is_social(text: str) -> bool:
-    """Whether the request is only a greeting, a thank-you or a goodbye."""
-    return bool(_ONLY_SOCIAL.fullmatch(text))
+    """Whether the request is only a greeting, a thank-you, a goodbye or an acknowledgement."""
+    return bool(_ONLY_SOCIAL.fullmatch(text) or _ACKNOWLEDGED.fullmatch(text))
 
 
 def reply_to_nothing(text: str) -> str:
