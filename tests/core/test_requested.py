@@ -658,3 +658,10 @@ def test_a_mute_call_has_the_value_its_verb_says() -> None:
     assert muted_as_said(muted, "unmute the tv and mute the radio") == muted
     play = ToolCall("media_player", {"entity_id": "media_player.tv", "action": "media_play"})
     assert muted_as_said(play, "unmute and play") == play
+
+
+def test_a_cover_said_with_which_way_alone() -> None:
+    """ "Bedroom curtain down please": closed (the 0.5B opened the blinds for "down")."""
+    assert named_in("bedroom curtain down please", HOME).services == (frozenset({"close_cover"}),)
+    assert named_in("the bedroom curtain up", HOME).services == (frozenset({"open_cover"}),)
+    assert named_in("turn off the bedroom curtain", HOME).services != (frozenset({"close_cover"}),)

@@ -368,6 +368,10 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     # Not "raise" or "lower": of a volume or a temperature they say more or less.
     (re.compile(r"\bopen\b"), (frozenset({"open_cover", "open_valve"}), frozenset({"turn_on"}))),
     (re.compile(r"\b(?:close|shut)\b"), (frozenset({"close_cover", "close_valve"}), frozenset({"turn_off"}))),
+    # "Lounge blinds down please", "the shutters up": a cover said with which way alone (the
+    # 0.5B opened the blinds for "down").
+    (re.compile(r"^\W*(?:[\w']+ ){1,4}down(?: please)?\W*$"), (frozenset({"close_cover"}),)),
+    (re.compile(r"^\W*(?:[\w']+ ){1,4}up(?: please)?\W*$"), (frozenset({"open_cover"}),)),
 )
 # What is said of what plays is stopped, not the player switched off ("turn off the music").
 _MEDIA_OFF = (frozenset({"media_pause", "media_stop"}), frozenset({"turn_off"}))
