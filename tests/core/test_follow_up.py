@@ -53,6 +53,7 @@ from custom_components.botpsy.core.home import HomeEntity
         ("knock it down a notch", Relative(None, False)),
         ("increase it", Relative(None, True)),
         ("up a bit", Relative(None, True)),
+        ("crank the living room speaker up", Relative(None, True)),
         ("a little less bright", Relative("brightness", False)),
         ("a couple more degrees", Relative("temperature", True, 2)),
         # What is wrong with it now: the other way.

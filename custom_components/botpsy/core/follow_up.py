@@ -60,7 +60,8 @@ _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
     (re.compile(rf"\b{_COUNT} (?:more|extra) degrees?\b|\bdegrees? (?:more|higher|up)\b"), "temperature", True),
     (re.compile(r"\bdegrees? (?:less|lower|down)\b"), "temperature", False),
     # "Turn it up", "turn the music down": whatever the device's level is.
-    (re.compile(r"\b(?:turn|crank|bring|put|bump|knock|nudge|push) (?:it|them|that|this|the \w+(?: \w+)?) (up|down)\b"
+    (re.compile(r"\b(?:turn|crank|bring|put|bump|knock|nudge|push)"
+                r" (?:it|them|that|this|the (?:\w+ ){0,2}\w+) (up|down)\b"
                 r"|\b(?:turn|crank|bump|knock) (up|down) (?:the )?\w+"), None, True),
 )  # fmt: skip
 # "That's too bright", "it's a bit too loud": the other way, where nothing else is asked
