@@ -52,9 +52,9 @@ from .core.follow_up import asks_its_own_action, is_again, meant, said_by_name, 
 from .core.home import HomeEntity
 from .core.policy import (
     asks_both_ways,
+    is_acknowledgement,
     is_correction,
     is_question,
-    is_social,
     is_undo,
     reply_to_nothing,
     undoes_only_a_change,
@@ -328,7 +328,9 @@ class Scope:
         the model is asked (always in a language the rules do not read)."""
         if self.question or not self.english:
             return None
-        if is_social(self.utterance):  # "leave it there" is about the heating, and asks nothing of it
+        # "Leave it there" is about the heating, and asks nothing of it ("good night" may
+        # run a routine: the model's).
+        if is_acknowledgement(self.utterance):
             return reply_to_nothing(self.utterance)
         if self.toolbox.nothing_fits(self.named):
             return f"I found no {self.named.describe()} that I can control, so I did nothing."

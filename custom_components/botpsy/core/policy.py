@@ -220,9 +220,14 @@ _ACKNOWLEDGED = re.compile(
 )
 
 
+def is_acknowledgement(text: str) -> bool:
+    """Whether the request only acknowledges what was done ("leave it there", "perfect")."""
+    return bool(_ACKNOWLEDGED.fullmatch(text))
+
+
 def is_social(text: str) -> bool:
     """Whether the request is only a greeting, a thank-you, a goodbye or an acknowledgement."""
-    return bool(_ONLY_SOCIAL.fullmatch(text) or _ACKNOWLEDGED.fullmatch(text))
+    return bool(_ONLY_SOCIAL.fullmatch(text)) or is_acknowledgement(text)
 
 
 def reply_to_nothing(text: str) -> str:
