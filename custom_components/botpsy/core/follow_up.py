@@ -44,12 +44,13 @@ _COUNT = r"(?:\d+(?:[.,]\d+)?|one|two|three|four|five|ten|a couple(?: of)?|coupl
 # Comparatives and phrases that say what moves and which way.
 _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
     (re.compile(r"\b(?:brighter|lighter)\b|\bmore light\b|\bbrightness up\b"), "brightness", True),
-    (re.compile(r"\b(?:dimmer|darker)\b|\bless (?:light|bright)\b|\bbrightness down\b"), "brightness", False),
+    (re.compile(r"\b(?:dimmer|darker)\b|\bless (?:light|bright)\b|\bbrightness down\b|\bnot (?:so|as|that) bright\b"),
+     "brightness", False),
     (re.compile(r"\b(?:warmer|hotter)\b|\b(?:heat|heating|temperature) up\b"), "temperature", True),
     (re.compile(r"\b(?:cooler|colder)\b|\bless (?:warm|hot)\b|\b(?:heat|heating|temperature) down\b"),
      "temperature", False),
     (re.compile(r"\blouder\b|\bvolume up\b"), "volume", True),
-    (re.compile(r"\b(?:quieter|softer)\b|\bless loud\b|\bvolume down\b"), "volume", False),
+    (re.compile(r"\b(?:quieter|softer)\b|\bless loud\b|\bvolume down\b|\bnot (?:so|as|that) loud\b"), "volume", False),
     (re.compile(r"\bfaster\b|\bspeed (?:it |them )?up\b"), "speed", True),
     (re.compile(r"\bslower\b|\bslow (?:it |them )?down\b"), "speed", False),
     (re.compile(r"\b(?:open|raise) (?:it|them|\w+(?: \w+)?) (?:a (?:bit|little) )?(?:more|further|higher)\b"),
