@@ -329,7 +329,8 @@ class Named:
         # One of them called by the kind said ("the TV": Smart TV, not the Projector): the
         # model is given them all, and the name to go by.
         called = [e for e in fitting if any(_mentions(e.name.lower(), k) for k in self.kinds)]
-        return fitting if len(fitting) > 1 and len(called) != 1 else []
+        # Those the kind said calls so first ("which lamp: Bedside Lamp, Desk Lamp, …, Hallway Light").
+        return sorted(fitting, key=lambda e: e not in called) if len(fitting) > 1 and len(called) != 1 else []
 
     def describe(self, entities: Iterable[HomeEntity] = ()) -> str:
         """What was asked for, for a reply that nothing fits ("fan in the Kitchen"), or
