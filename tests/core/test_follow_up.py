@@ -54,6 +54,8 @@ from custom_components.botpsy.core.home import HomeEntity
         ("increase it", Relative(None, True)),
         ("up a bit", Relative(None, True)),
         ("crank the living room speaker up", Relative(None, True)),
+        ("not so bright", Relative("brightness", False)),
+        ("not so loud please", Relative("volume", False)),
         ("a little less bright", Relative("brightness", False)),
         ("a couple more degrees", Relative("temperature", True, 2)),
         # What is wrong with it now: the other way.
