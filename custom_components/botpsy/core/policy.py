@@ -199,7 +199,6 @@ _SOCIAL = (
     (re.compile(r"^\s*(thanks|thank you|cheers)\b", re.I), "You're welcome."),
     (re.compile(r"^\s*good ?night\b", re.I), "Good night!"),
     (re.compile(r"^\s*(bye|goodbye|see you)\b", re.I), "Goodbye!"),
-    (re.compile(r"^\W*(ok|okay|great|perfect|lovely|fine|that's|that is|leave it)\b", re.I), "OK."),
 )
 NOTHING_NAMED = "I did not find a device in that request, so I did nothing."
 # A social phrase and nothing else ("good night!", "thanks, buddy"): it asks for nothing,
@@ -233,6 +232,8 @@ def is_social(text: str) -> bool:
 def reply_to_nothing(text: str) -> str:
     """The answer to a request that names no device and points at none (not a question):
     a small model's own words there are unreliable, so it is said without the model."""
+    if is_acknowledgement(text):
+        return "OK."
     return next((answer for pattern, answer in _SOCIAL if pattern.match(text)), NOTHING_NAMED)
 
 
