@@ -667,3 +667,15 @@ def test_a_cover_said_with_which_way_alone() -> None:
     assert named_in("bedroom curtain down please", HOME).services == (frozenset({"close_cover"}),)
     assert named_in("the bedroom curtain up", HOME).services == (frozenset({"open_cover"}),)
     assert named_in("turn off the bedroom curtain", HOME).services != (frozenset({"close_cover"}),)
+
+
+def test_my_list_is_the_shopping_list() -> None:
+    """As HA's sentences read "my list" (the 0.5B put the bananas on the chores)."""
+    lists = (HomeEntity("todo.shopping", "Shopping List"), HomeEntity("todo.chores", "Chores"))
+    named = named_in("Add bananas to my list", lists)
+    assert [e.entity_id for e in lists if named.fits(e)] == ["todo.shopping"]
+    named = named_in("add bananas to the chores list", lists)
+    assert [e.entity_id for e in lists if named.fits(e)] == ["todo.chores"]
+    # Without a shopping list, "my list" may be any: asked which.
+    others = (HomeEntity("todo.garden", "Garden Jobs"), HomeEntity("todo.chores", "Chores"))
+    assert len(named_in("Add bananas to my list", others).one_of_several(others)) == 2

@@ -99,6 +99,8 @@ _SYNONYMS = {
 }  # fmt: skip
 # "Here", as HA's own <here> rule says it: the area of the device that heard the request.
 _HERE = re.compile(r"\b(?:(?:in )?here|(?:in )?(?:this|the|my|our) (?:room|area|space))\b")
+# "My list", "the list": HA's shopping list, in HA's sentences.
+_MY_LIST = re.compile(r"\b(?:my|the|our) list\b")
 # "How humid is it in there?" after switching the vanity light: the area of the devices
 # the conversation was about.
 _THERE = re.compile(r"\b(?:in|out) there\b")
@@ -865,6 +867,12 @@ def named_in(
         )
     of = None if any_domain else domains
     closest = _closest(text, entities, partly)
+    if of == frozenset({"todo"}) and not recent and _MY_LIST.search(text):
+        # "Add bananas to my list", of several lists: the shopping list, as HA's sentences
+        # read "my list" (the 0.5B put the bananas on the chores).
+        shopping = frozenset(e.entity_id for e in entities if e.domain == "todo" and "shopping" in e.name.lower())
+        if len(shopping) == 1:
+            recent, of = tuple(shopping), None
     return Named(
         frozenset(recent),
         frozenset(),
