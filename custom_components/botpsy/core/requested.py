@@ -867,12 +867,8 @@ def named_in(
         )
     of = None if any_domain else domains
     closest = _closest(text, entities, partly)
-    if of == frozenset({"todo"}) and not recent and _MY_LIST.search(text):
-        # "Add bananas to my list", of several lists: the shopping list, as HA's sentences
-        # read "my list" (the 0.5B put the bananas on the chores).
-        shopping = frozenset(e.entity_id for e in entities if e.domain == "todo" and "shopping" in e.name.lower())
-        if len(shopping) == 1:
-            recent, of = tuple(shopping), None
+    if of == frozenset({"todo"}) and not recent and (shopping := _the_shopping_list(text, entities)):
+        recent, of = tuple(shopping), None
     return Named(
         frozenset(recent),
         frozenset(),
@@ -886,6 +882,15 @@ def named_in(
         services=services,
         words=text,
     )
+
+
+def _the_shopping_list(text: str, entities: Iterable[HomeEntity]) -> frozenset[str]:
+    """ "Add bananas to my list", of several lists: the one shopping list, as HA's sentences
+    read "my list" (the 0.5B put the bananas on the chores); none where none or several."""
+    if not _MY_LIST.search(text):
+        return frozenset()
+    shopping = frozenset(e.entity_id for e in entities if e.domain == "todo" and "shopping" in e.name.lower())
+    return shopping if len(shopping) == 1 else frozenset()
 
 
 # A request that names nothing: every device fits.
