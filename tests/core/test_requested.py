@@ -110,6 +110,8 @@ def test_there_is_the_area_of_the_devices_the_conversation_was_about() -> None:
     # Devices of several areas say no one place.
     named = named_in("how warm is it in there?", HOME, recent=["switch.lamp", "light.garage"])
     assert named.areas == frozenset()
+    # Where the asker is going is no place of the request.
+    assert named_in("put it on, I'm heading out there", HOME, recent=["switch.lamp"]).areas == frozenset()
 
 
 def test_how_warm_it_is_asks_for_the_temperature() -> None:

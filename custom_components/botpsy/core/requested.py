@@ -102,8 +102,8 @@ _HERE = re.compile(r"\b(?:(?:in )?here|(?:in )?(?:this|the|my|our) (?:room|area|
 # "My list", "the list": HA's shopping list, in HA's sentences.
 _MY_LIST = re.compile(r"\b(?:my|the|our) list\b")
 # "How humid is it in there?" after switching the vanity light: the area of the devices
-# the conversation was about.
-_THERE = re.compile(r"\b(?:in|out) there\b")
+# the conversation was about (not "put it on, I'm heading out there").
+_THERE = re.compile(r"\bin there(?=\W*$)")
 # How a kind is said in a reply when it is not a noun of its own.
 _SAID = {
     "play": "media player",
