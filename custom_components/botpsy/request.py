@@ -60,7 +60,7 @@ from .core.policy import (
     undoes_only_a_change,
 )
 from .core.reply import describe, describe_states
-from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction
+from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction, the_shopping_list
 from .core.shortlist import shortlist
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
@@ -415,7 +415,7 @@ class Scope:
             return None
         if len(fitting) > 1 and _BUYING.search(self.utterance):
             # "What do I need to buy?", of several lists: the shopping list (HA's "the list").
-            fitting = [e for e in fitting if e.domain == "todo" and _SHOPPING.search(f"{e.name} {e.entity_id}")]
+            fitting = [shopping] if (shopping := the_shopping_list(fitting)) else []
         return fitting[0].entity_id if len(fitting) == 1 else None
 
     def _only_about(self, holder: str) -> bool:
@@ -439,7 +439,6 @@ _LATER = re.compile(
 )
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
-_SHOPPING = re.compile(r"shop|grocer", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").
 _WHEN = re.compile(
     r"^\W*(?:when(?:'s|\s+(?:is|are|was|do|does|will))|what\s+(?:time|day)\s+(?:is|are|does|do))\b"

@@ -314,8 +314,7 @@ class Named:
             # "Add bananas to my list", with a chores list and a garden list. As HA's
             # sentences read it, "the list" is the shopping list where there is one.
             lists = [e for e in entities if e.domain == "todo"]
-            shopping = any("shopping" in e.name.lower() for e in lists)
-            return lists if len(lists) > 1 and not shopping else []
+            return lists if len(lists) > 1 and the_shopping_list(lists) is None else []
         if self.partly and not (self.every or self.entity_ids or self.areas or self.floors or self.several):
             # A word of several devices' names, in as many areas ("the ceiling light": the
             # Kitchen Ceiling and the Bedroom Ceiling); of a kind if one is said.
@@ -867,7 +866,7 @@ def named_in(
         )
     of = None if any_domain else domains
     closest = _closest(text, entities, partly)
-    if of == frozenset({"todo"}) and not recent and (shopping := _the_shopping_list(text, entities)):
+    if of == frozenset({"todo"}) and not recent and (shopping := _my_list(text, entities)):
         recent, of = tuple(shopping), None
     return Named(
         frozenset(recent),
@@ -884,13 +883,21 @@ def named_in(
     )
 
 
-def _the_shopping_list(text: str, entities: Iterable[HomeEntity]) -> frozenset[str]:
+def _my_list(text: str, entities: Iterable[HomeEntity]) -> frozenset[str]:
     """ "Add bananas to my list", of several lists: the one shopping list, as HA's sentences
     read "my list" (the 0.5B put the bananas on the chores); none where none or several."""
-    if not _MY_LIST.search(text):
-        return frozenset()
-    shopping = frozenset(e.entity_id for e in entities if e.domain == "todo" and "shopping" in e.name.lower())
-    return shopping if len(shopping) == 1 else frozenset()
+    shopping = the_shopping_list(entities) if _MY_LIST.search(text) else None
+    return frozenset({shopping.entity_id}) if shopping else frozenset()
+
+
+def the_shopping_list(entities: Iterable[HomeEntity]) -> HomeEntity | None:
+    """The one to-do list of `entities` for shopping, which HA's sentences call "the list"
+    and "my list"; None where there is none, or several."""
+    shopping = [e for e in entities if e.domain == "todo" and _SHOPPING.search(f"{e.name} {e.entity_id}")]
+    return shopping[0] if len(shopping) == 1 else None
+
+
+_SHOPPING = re.compile(r"shop|grocer", re.I)
 
 
 # A request that names nothing: every device fits.
