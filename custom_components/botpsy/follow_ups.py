@@ -90,8 +90,8 @@ def follow_up_calls(
         return _relative_calls(hass, scope, change)
     if not earlier:
         return None
-    if is_done_with(scope.utterance) or added_item(scope.utterance) is not None:
-        return _list_calls(scope, earlier[-1])
+    if (item := added_item(scope.utterance)) is not None or is_done_with(scope.utterance):
+        return _list_calls(scope, earlier[-1], item)
     if correction or is_again(scope.utterance):
         return _again_calls(scope, earlier[-1], correction=correction)
     return None
@@ -111,13 +111,13 @@ def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list
     return _valid(scope.toolbox, calls)
 
 
-def _list_calls(scope: Scope, before: list[conversation.Content]) -> list[ToolCall] | None:
+def _list_calls(scope: Scope, before: list[conversation.Content], item: str | None) -> list[ToolCall] | None:
     """ "Tick that off", "add weed the borders" after reading a list: the items its words
-    (or the question's) say done, or the item it adds, on that list."""
+    (or the question's) say done, or the `item` it adds, on that list."""
     if (read := _list_read(before)) is None:
         return None
     entity_id, items = read
-    if (item := added_item(scope.utterance)) is not None:
+    if item is not None:
         added = ToolCall("todo", {"entity_id": entity_id, ACTION: "add_item", "item": item})
         # Its words alone name no device (the conversation's list aside), only a list's kind.
         alone = named_in(scope.utterance, scope.toolbox.home.entities, here=scope.here)
