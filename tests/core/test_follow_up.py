@@ -58,6 +58,10 @@ from custom_components.botpsy.core.home import HomeEntity
         ("not so loud please", Relative("volume", False)),
         ("a little less bright", Relative("brightness", False)),
         ("a couple more degrees", Relative("temperature", True, 2)),
+        # A comparative of no level: whatever level the device has.
+        ("Bit higher", Relative(None, True)),
+        ("a tad lower please", Relative(None, False)),
+        ("set the heating higher", Relative(None, True)),
         # What is wrong with it now: the other way.
         ("that's too bright", Relative("brightness", False)),
         ("hmm, it's a bit too cold", Relative("temperature", True)),
@@ -70,6 +74,8 @@ from custom_components.botpsy.core.home import HomeEntity
         ("turn it off", None),
         ("dim the kitchen to 30 %", None),
         ("lower the blinds", None),  # all the way: not a step
+        ("lower them", None),
+        ("lower floor lights off", None),  # a place
         ("raise the temperature to 22", None),
         ("open the window", None),
         ("dim the lights", None),

@@ -64,6 +64,14 @@ _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
     (re.compile(r"\b(?:turn|crank|bring|put|bump|knock|nudge|push)"
                 r" (?:it|them|that|this|the (?:\w+ ){0,2}\w+) (up|down)\b"
                 r"|\b(?:turn|crank|bump|knock) (up|down) (?:the )?\w+"), None, True),
+    # "Bit higher", "make it a little lower", "set the heating higher": a comparative of
+    # no level, of whatever the device's level is ("lower the blinds" is a verb, "lower
+    # floor lights off" a place).
+    (re.compile(r"^\W*(?:(?:a )?(?:bit|little|touch|tad|notch|lot|smidge) )?(higher|lower)"
+                r"(?: (?:still|again|please|now))*\W*$"
+                r"|\b(?:a (?:bit|little|touch|tad|notch|lot)|slightly|much|somewhat) (higher|lower)\b"
+                r"|\b(?:make|set|put|turn|go|take|bring|move) (?:it|them|that|this|the (?:\w+ ){0,2}\w+ )?"
+                r" ?(higher|lower)\b"), None, True),
 )  # fmt: skip
 # "That's too bright", "it's a bit too loud": the other way, where nothing else is asked
 # ("too bright, switch it off" asks that).
@@ -186,7 +194,7 @@ def relative_change(text: str, language: str = "en") -> Relative | None:
     found = []
     for pattern, quantity, up in _RELATIVE:
         for hit in pattern.finditer(said):
-            direction = up if quantity is not None else next(g for g in hit.groups() if g) == "up"
+            direction = up if quantity is not None else next(g for g in hit.groups() if g) in ("up", "higher")
             found.append(Relative(quantity, direction))
     if match := _MOVED_LEVEL.search(said):
         found.append(Relative(_LEVEL_NOUNS[match[2]], match[1] is not None))
