@@ -12,6 +12,7 @@ from custom_components.botpsy.core.home import HomeEntity
 from custom_components.botpsy.core.requested import (
     KINDS,
     NAMES_NOTHING,
+    SaidLevels,
     _mentions,
     by_levels,
     by_options,
@@ -643,6 +644,11 @@ def test_a_player_named_a_speaker_in_the_homes_language_is_no_tv() -> None:
         ("Open the blinds halfway", 0.5),
         ("three quarters open", 0.75),
         ("set the volume to a third", 0.33),
+        ("The desk lamp to full", 1.0),
+        ("fan on max please", 1.0),
+        ("full brightness in the kitchen", 1.0),
+        ("open the blinds all the way up", 1.0),
+        ("run the dishwasher on full load", None),
         # A number says it; a time or a part of several is no share of a level.
         ("Dim it to 30 percent", None),
         ("Turn off half the lights", None),
@@ -681,3 +687,27 @@ def test_my_list_is_the_shopping_list() -> None:
     # Without a shopping list, "my list" may be any: asked which.
     others = (HomeEntity("todo.garden", "Garden Jobs"), HomeEntity("todo.chores", "Chores"))
     assert len(named_in("Add bananas to my list", others).one_of_several(others)) == 2
+
+
+@pytest.mark.parametrize(
+    ("entity_id", "share", "offered"),
+    [
+        # A dimmable light: turned on at all of its brightness, never off.
+        ("light.desk", 1.0, {("light.turn_on", (("brightness_pct", 100),))}),
+        # An on/off light has no level: "full" is switching it on, as it goes.
+        ("light.hallway", 1.0, {("light.turn_on", ())}),
+        # Any other share of a level it has not: nothing it can do.
+        ("light.hallway", 0.5, set()),
+    ],
+)
+def test_full_of_a_device_is_all_of_its_level(
+    entity_id: str, share: float, offered: set[tuple[str, tuple[tuple[str, float | None], ...]]]
+) -> None:
+    levels = by_levels(restrict(compile_tools(sample_home()), [entity_id]), lambda _e: SaidLevels(share=share))
+    kept = {
+        (t.key, tuple((p.name, p.minimum) for p in params if p.required))
+        for t in levels
+        if not t.read_only
+        for params in t.targets.values()
+    }
+    assert kept == offered

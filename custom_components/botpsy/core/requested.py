@@ -400,6 +400,8 @@ LEVEL_PARAMS = frozenset(
 
 # ... and those a share of the whole sets (in percent, or from 0 to 1 for a volume).
 _SHARE_PARAMS = {"brightness_pct": 100, "position": 100, "percentage": 100, "volume_level": 1}
+# What brings a device all the way, with no level said.
+_ALL_THE_WAY = frozenset({"turn_on", "open_cover", "open_valve"})
 # A share of the whole said in words (no number): "down to a quarter", "three quarters
 # open", "halfway". Not a time ("a quarter past", "in a quarter of an hour") nor a part of
 # several ("half the lights", "half an hour").
@@ -409,7 +411,10 @@ _FRACTIONS = (
     (re.compile(r"\btwo[ -]thirds\b(?! of\b)"), 0.67),
     (re.compile(r"\b(?:a|one) third\b(?! of\b)"), 0.33),
     (re.compile(r"\bhalf(?:[ -]?way)?\b(?! (?:of|the|an?|past|to)\b)"), 0.5),
-)
+    # "The armchair lamp to full", "fan on max", "full brightness", "all the way up".
+    (re.compile(r"\b(?:to|at|on) (?:the )?(?:full|max(?:imum)?)\b(?! (?:of|load|cycle|wash|mode|programm?e?)\b)"
+                r"|\b(?:full|max(?:imum)?) (?:brightness|volume|speed|power|blast)\b|\ball the way up\b"), 1.0),
+)  # fmt: skip
 
 
 def said_fraction(text: str) -> float | None:
@@ -443,8 +448,11 @@ def by_levels(tools: Iterable[Tool], levels_for: Callable[[str], SaidLevels]) ->
         for entity_id, params in tool.targets.items():
             said = levels_for(entity_id)
             if said.share is not None or said.degrees is not None:
-                if fixed := _fixed(params, said):
-                    targets[entity_id] = fixed
+                fixed = _fixed(params, said)
+                # "Full" of what has no such level ("the hall light on full", "the blinds
+                # all the way up"): switching it on (opening it), as it goes.
+                if fixed or (said.share == 1 and tool.service in _ALL_THE_WAY):
+                    targets[entity_id] = fixed or params
             elif said.levels:
                 targets[entity_id] = params
             elif not any(p.required and p.name in LEVEL_PARAMS for p in params):
