@@ -25,6 +25,7 @@ from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
 
+from .core.follow_up import says_an_action
 from .core.home import HomeEntity
 from .core.policy import base_language
 from .core.requested import KINDS, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
@@ -131,6 +132,20 @@ def in_another_script(text: str, language: str) -> bool:
     return bool(letters) and foreign * 2 > len(letters)
 
 
+# "Now lower the bedroom curtains", "okay, then switch off the fan", "and the nook lamp on
+# instead": words that lead into a request or close it, which HA's sentences do not have.
+_LEAD = re.compile(r"^\W*(?:(?:ok(?:ay)?|alright|all right|so|now|then|and|also|please)\b[\s,.!]*)+", re.I)
+_TAIL = re.compile(r"(?:[\s,]+(?:instead|too|as well|please))+[\s.!]*$", re.I)
+
+
+def _said_plainly(utterance: str) -> str:
+    """`utterance` without the words that lead into it or close it, where what is left
+    still says an action ("and the ceiling lights too" is no request of its own: HA's
+    sentences read a bare name as switching it on)."""
+    plain = _TAIL.sub("", _LEAD.sub("", utterance))
+    return plain if says_an_action(plain) else utterance
+
+
 @dataclass(frozen=True, slots=True)
 class Recognized:
     """What HA's intent matching read in a request: its intent, and the slots it filled
@@ -173,7 +188,7 @@ async def async_recognize(
     if agent is None:
         return None
     user_input = conversation.ConversationInput(
-        text=utterance,
+        text=_said_plainly(utterance) if base_language(language) == "en" else utterance,
         context=context or Context(),
         conversation_id=None,
         device_id=device_id,

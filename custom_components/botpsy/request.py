@@ -62,6 +62,7 @@ from .core.policy import (
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction, the_shopping_list
 from .core.shortlist import shortlist
+from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
 from .follow_ups import acted, follow_up_calls, turns
@@ -101,7 +102,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     context = _context(chat_log)
-    correction = is_correction(utterance)
+    correction = _corrects(chat_log, utterance)
     # ... and, where it says another device and no action of its own ("wrong lamp, I
     # meant the one by the sofa"), the devices it acted on are not the one meant.
     other = correction and not asks_its_own_action(utterance)
@@ -154,6 +155,17 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
     if agent.warmup is not None and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox)):
         agent.warmup.async_prefill_conversation(prefix)
+
+
+def _corrects(chat_log: conversation.ChatLog, utterance: str) -> bool:
+    """Whether the request corrects the last action (`is_correction`): not "and the nook
+    lamp on instead" after a turn that switched a light off, which switches another device
+    the other way in its place and leaves the first as it is."""
+    if not is_correction(utterance):
+        return False
+    said = re.findall(r"\b(on|off)\b", utterance.lower())
+    done = {call.arguments.get(ACTION) for call in last_changes(chat_log)[1]}
+    return not said or done != {"turn_off" if said[-1] == "on" else "turn_on"}
 
 
 def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
@@ -237,7 +249,7 @@ class Scope:
         """What the request `heard` is about in this conversation; a follow-up reads the
         turns before it too. `wrong`: the devices a correction says were not meant."""
         utterance, language, recognized = heard.utterance, heard.language, heard.recognized
-        correction = is_correction(utterance)
+        correction = _corrects(chat_log, utterance)
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # "Turn it off", "make them dimmer": what the latest turn about any device was about.

@@ -915,6 +915,34 @@ async def test_and_another_device_does_the_same_to_it(hass: HomeAssistant, agent
     assert "Ceiling Lights: on → off" in speech and engine.requests == []
 
 
+async def test_another_device_switched_the_other_way_instead_leaves_the_first(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "Turn off the ceiling lights", "and the kitchen lights on instead": the kitchen
+    lights come on in their place; the ceiling lights stay off (no correction to put back),
+    and HA's sentences read it without the model."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the ceiling lights", conversation_id)
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "And the kitchen lights on instead", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
+    assert engine.requests == []
+
+
+async def test_words_leading_into_a_request_leave_it_to_has_sentences(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "Okay, now turn off the ceiling lights": HA's sentences read what follows the
+    words that lead into it, and the model is not needed."""
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "Okay, now turn off the ceiling lights please")
+    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
+    assert engine.requests == []
+
+
 async def test_a_correction_naming_the_wrong_one_does_the_right_one(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:
