@@ -217,6 +217,11 @@ def test_a_level_said_again() -> None:
         assert corrected_calls(before, "Set the thermostat to 23", correction) is None
     # A step is no level the turn before said ("two degrees warmer", then "I meant 3").
     assert corrected_calls(before, "two degrees warmer", "I meant 3") is None
+    # A volume is set from 0 to 1 and said in percent.
+    loud = [ToolCall("media_player", {"entity_id": "media_player.tv", "action": "volume_set", "volume_level": 0.5})]
+    assert corrected_calls(loud, "Put the TV volume at 50 percent", "No, I said 15") == [
+        ToolCall("media_player", {"entity_id": "media_player.tv", "action": "volume_set", "volume_level": 0.15})
+    ]
     dimmed = [ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 70})]
     assert corrected_calls(dimmed, "Set the desk lamp to 70 percent", "Oops, make that 40") == [
         ToolCall("light", {"entity_id": "light.desk", "action": "turn_on", "brightness_pct": 40})

@@ -359,7 +359,15 @@ def again_calls(
 
 # The levels a call sets as people say them ("21" degrees, "40" percent), and the units
 # said with them.
-_SAID_LEVELS = {"temperature": "degree", "brightness_pct": "percent", "percentage": "percent", "position": "percent"}
+_SAID_LEVELS = {
+    "temperature": "degree",
+    "brightness_pct": "percent",
+    "percentage": "percent",
+    "position": "percent",
+    "volume_level": "percent",
+}
+# A volume is set from 0 to 1, and said in percent.
+_SAID_SCALE = {"volume_level": 100}
 _UNIT = {"%": "percent", "percent": "percent", "degree": "degree", "degrees": "degree", "°": "degree"}
 _SAID_NUMBER = re.compile(r"(?<![\w.,])(not\s+)?(\d+(?:[.,]\d+)?)\s*(%|percent|degrees?|°)?", re.I)
 
@@ -392,10 +400,11 @@ def corrected_calls(before: Sequence[ToolCall], asked_before: str, correction: s
     if len(keys) != 1 or unit not in (None, _SAID_LEVELS[key := next(iter(keys))]):
         return None
     said = {number for number, _unit, _denied in _numbers(asked_before)}
+    scale = _SAID_SCALE.get(key, 1)
     # A model's value may be written as text ("23"): as its number.
-    if not all(_number(c.arguments.get(key)) in said for c in before):
+    if not all((n := _number(c.arguments.get(key))) is not None and round(n * scale, 2) in said for c in before):
         return None
-    level = int(value) if value.is_integer() else value
+    level = int(value) if value.is_integer() and scale == 1 else value / scale
     return [ToolCall(c.name, {**c.arguments, key: level}) for c in before]
 
 

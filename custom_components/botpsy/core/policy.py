@@ -85,6 +85,8 @@ _UNDO = re.compile(
     r"^(?:[^,.;!?]{1,40}[,.;!?]\s*)?\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*(?:can you\s+|could you\s+)?"
     r"(?:undo\b|revert\b|cancel (?:it|that)\W*$|put (?:it|them|that|everything|those) back\b"
     r"|change (?:it|them|that) back\b|take (?:it|that|those|them) back\b(?! to\b)"
+    # "Switch them back", "turn it back", "scratch that" (not "turn it back up").
+    r"|(?:switch|turn|set) (?:it|them|that|those|everything) back\W*$|scratch (?:that|it)\W*$"
     r"|(?:set|make|put|turn|change|bring) (?:it|them|that|those|everything) (?:back )?(?:to )?(?:the way|how|as|what)"
     r" (?:it|they) (?:was|were)\b"
     r"|(?:reverse|roll back) (?:it|that|this)\b|roll (?:it|that|this) back\b"
@@ -108,8 +110,8 @@ _CORRECTION = re.compile(
     r"|you (?:\w+ ){1,2}(?:the )?wrong \w+"
     # "That's not what I meant", "it should have been the porch light".
     r"|(?:that's |that is |it's |it is )?not what i (?:meant|wanted|asked for)\b|(?:it |that )?should have been\b"
-    # "I said the bedroom lamp"; "no, that one's for the garden jobs".
-    r"|(?:no,?\s*)?i said (?:the|my) \w"
+    # "I said the bedroom lamp", "no, I said 15"; "no, that one's for the garden jobs".
+    r"|(?:no,?\s*)?i said (?:the|my) \w|(?:no|nope|oops|sorry)\b[\s,!.]+i said \d"
     r"|(?:no|nope|oops|sorry)\b[\s,!.]+(?:that|it|this)(?: one)?(?:'s| is| was)? (?:for|goes|belongs|should)\b"
     # "That was meant for the shopping list".
     r"|(?:(?:no|nope|oops|sorry)\b[\s,!.]+)?(?:that|it|this)(?: one)?(?:'s| is| was) (?:meant|supposed to be) for\b"
