@@ -419,6 +419,15 @@ class Scope:
             # "When is the dentist?", "is the dentist tomorrow?", naming no device: what a
             # calendar tells.
             fitting = [e for e in holders if e.domain == "calendar"]
+        elif (
+            not (named.entity_ids or named.areas or named.floors or named.kinds or named.domains)
+            and _TO_DO.search(self.utterance)
+            and not _WEEKDAY.search(self.utterance)
+        ):
+            # "What do I still have to do?", naming no list: the to-do list, of several the
+            # one that is not for shopping (a day's plans are a calendar's: not read here).
+            lists = [e for e in holders if e.domain == "todo"]
+            fitting = [e for e in lists if e is not the_shopping_list(lists)] if len(lists) > 1 else lists
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
             if len(fitting) != len(self.named.entity_ids):
@@ -449,6 +458,8 @@ _LATER = re.compile(
     rf"\b(?:will|going to|that day|then|after that|tomorrow|tonight|later|next|weekend|this week|{_DAYS})\b|'ll\b",
     re.I,
 )
+# Words of what is left to do ("what do I have to do?", "any jobs left?").
+_TO_DO = re.compile(r"\b(?:have|need|got|left|still)\s+to\s+do\b|\b(?:things|jobs|tasks)\b", re.I)
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").

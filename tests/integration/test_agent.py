@@ -1189,6 +1189,17 @@ async def test_what_to_buy_is_the_shopping_list(hass: HomeAssistant, agent: Mock
     assert speech.startswith(("Shopping List", "Shopping list"))
 
 
+async def test_what_is_left_to_do_is_the_list_not_for_shopping(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "What do I still have to do?" in a home with a shopping list and chores: the
+    chores, read without the model (the 0.5B read a fan)."""
+    hass.states.async_set("todo.chores", "2", {"friendly_name": "Chores"})
+    async_expose_entity(hass, "conversation", "todo.chores", True)
+    engine = script(agent)
+    _speech, conversation_id = await ask(hass, "What do I still have to do around the house?")
+    read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
+    assert read == [("get_state", "todo.chores")] and engine.requests == []
+
+
 async def test_an_item_said_done_after_reading_the_list_is_ticked_off(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:
