@@ -60,7 +60,7 @@ from .core.policy import (
     undoes_only_a_change,
 )
 from .core.reply import describe, describe_states
-from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction, the_shopping_list
+from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction
 from .core.shortlist import shortlist
 from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
@@ -427,7 +427,9 @@ class Scope:
             # "What do I still have to do?", naming no list: the to-do list, of several the
             # one that is not for shopping (a day's plans are a calendar's: not read here).
             lists = [e for e in holders if e.domain == "todo"]
-            fitting = [e for e in lists if e is not the_shopping_list(lists)] if len(lists) > 1 else lists
+            fitting = (
+                [e for e in lists if not _FOR_BUYING.search(f"{e.name} {e.entity_id}")] if len(lists) > 1 else lists
+            )
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
             if len(fitting) != len(self.named.entity_ids):
@@ -436,7 +438,7 @@ class Scope:
             return None
         if len(fitting) > 1 and _BUYING.search(self.utterance):
             # "What do I need to buy?", of several lists: the shopping list (HA's "the list").
-            fitting = [shopping] if (shopping := the_shopping_list(fitting)) else []
+            fitting = [e for e in fitting if e.domain == "todo" and _FOR_BUYING.search(f"{e.name} {e.entity_id}")]
         return fitting[0].entity_id if len(fitting) == 1 else None
 
     def _only_about(self, holder: str) -> bool:
@@ -462,6 +464,7 @@ _LATER = re.compile(
 _TO_DO = re.compile(r"\b(?:have|need|got|left|still)\s+to\s+do\b|\b(?:things|jobs|tasks)\b", re.I)
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
+_FOR_BUYING = re.compile(r"shop|grocer", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").
 _WHEN = re.compile(
     r"^\W*(?:when(?:'s|\s+(?:is|are|was|do|does|will))|what\s+(?:time|day)\s+(?:is|are|does|do))\b"

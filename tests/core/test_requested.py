@@ -234,6 +234,12 @@ def test_which_list_is_asked_unless_one_is_the_shopping_list() -> None:
     assert named_in("Add bananas to my list", (chores, garden)).describe() == "list"
     home = (HomeEntity("todo.shopping", "Shopping List"), chores)
     assert named_in("put apples on the list", home).one_of_several(home) == []
+    # A list for groceries is no shopping list of HA's: which one is asked.
+    groceries = HomeEntity("todo.grocery_shop", "Groceries")
+    assert named_in("put apples on the list", (groceries, chores)).one_of_several((groceries, chores)) == [
+        groceries,
+        chores,
+    ]
     assert named_in("add weeding to the garden jobs", (chores, garden)).one_of_several((chores, garden)) == []
 
 

@@ -899,13 +899,11 @@ def _my_list(text: str, entities: Iterable[HomeEntity]) -> frozenset[str]:
 
 
 def the_shopping_list(entities: Iterable[HomeEntity]) -> HomeEntity | None:
-    """The one to-do list of `entities` for shopping, which HA's sentences call "the list"
-    and "my list"; None where there is none, or several."""
-    shopping = [e for e in entities if e.domain == "todo" and _SHOPPING.search(f"{e.name} {e.entity_id}")]
+    """The one to-do list of `entities` named a shopping list, which HA's sentences call
+    "the list" and "my list" (not "Groceries" beside "Chores": which one is asked); None
+    where there is none, or several."""
+    shopping = [e for e in entities if e.domain == "todo" and "shopping" in e.name.lower()]
     return shopping[0] if len(shopping) == 1 else None
-
-
-_SHOPPING = re.compile(r"shop|grocer", re.I)
 
 
 # A request that names nothing: every device fits.
