@@ -6,6 +6,7 @@ import pytest
 
 from custom_components.botpsy.core.policy import (
     NOTHING_NAMED,
+    denied_at_end,
     is_confirmation,
     is_correction,
     is_question,
@@ -14,6 +15,7 @@ from custom_components.botpsy.core.policy import (
     is_undo,
     needs_confirmation,
     reply_to_nothing,
+    undone_by_name,
 )
 
 
@@ -195,6 +197,14 @@ def test_an_acknowledgement_asks_for_nothing(text: str, social: bool) -> None:
         ("I didn't want that", True, False),
         ("Never mind, switch them back", True, False),
         ("Scratch that", True, False),
+        ("Ugh, no. Undo!", True, False),
+        ("Make it like before", True, False),
+        ("Oops, I didn't mean to do that", True, False),
+        ("I was talking about the bedroom lamp", False, True),
+        ("It was the bedroom lamp I wanted", False, True),
+        ("Uh, I meant 21 not 23", False, True),
+        ("21, not 23", False, True),
+        ("No, 21", False, True),
         ("No, I said 15", False, True),
         ("That was a mistake.", True, False),
         ("I never asked for it", True, False),
@@ -209,6 +219,9 @@ def test_an_acknowledgement_asks_for_nothing(text: str, social: bool) -> None:
         ("That was meant to be a joke", False, False),
         ("It should be on by now", False, False),
         ("Turn it back up", False, False),
+        ("I meant the kitchen too", False, False),
+        ("I mean the light is still on", False, False),
+        ("No, 2 of them", False, False),
         ("Scratch the oat milk", False, False),
         ("I said 15 minutes ago to close it", False, False),
         ("Make it the living room too", False, False),
@@ -226,3 +239,14 @@ def test_undo_and_corrections(text: str, undo: bool, correction: bool) -> None:
 )
 def test_questions_about_what_is_coming(text: str) -> None:
     assert is_question(text)
+
+
+def test_the_device_an_undo_or_a_correction_names() -> None:
+    """ "Put the blinds back" names what it puts back, "the floor lamp, not the reading
+    light" what it did not mean: the caller checks it against what the last turn changed."""
+    assert undone_by_name("Put the blinds back") == "the blinds"
+    assert undone_by_name("can you set the heating back to what it was?") == "the heating"
+    assert undone_by_name("Turn the lights back on") is None
+    assert undone_by_name("put the milk back on the list") is None
+    assert denied_at_end("I wanted the floor lamp, not the reading light") == "the reading light"
+    assert denied_at_end("Not the reading light") is None

@@ -943,6 +943,33 @@ async def test_words_leading_into_a_request_leave_it_to_has_sentences(
     assert engine.requests == []
 
 
+async def test_an_undo_naming_what_changed_puts_it_back(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Put the kitchen lights back" after switching them off: an undo; naming what the
+    last turn did not change, it is a request of its own (the model's)."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent, "Which way should the ceiling lights go?")
+    speech, _id = await ask(hass, "Put the ceiling lights back", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "off", speech  # type: ignore[union-attr]
+    assert len(engine.requests) == 1
+    engine = script(agent)
+    speech, _id = await ask(hass, "Please put the kitchen lights back the way they were", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
+    assert engine.requests == []
+
+
+async def test_a_request_denying_what_was_just_done_corrects_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "The ceiling lights, not the kitchen lights" after switching the kitchen lights off:
+    they are put back and the ceiling lights switched off, without the model."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    engine = script(agent)
+    speech, _id = await ask(hass, "I wanted the ceiling lights, not the kitchen lights", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
+    assert engine.requests == []
+
+
 async def test_a_correction_naming_the_wrong_one_does_the_right_one(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:

@@ -79,11 +79,17 @@ def is_refusal(text: str, language: str | None = "en") -> bool:
     return bool(pattern and pattern.match(text))
 
 
+# Before an undo: a short remark or two of its own ("Too bright, put them back", "ugh, no.
+# Undo!"), and words that lead into it.
+_REMARK = (
+    r"^(?:[^,.;!?]{1,40}[,.;!?]\s*){0,2}\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*"
+    r"(?:can you\s+|could you\s+)?"
+)
 # "Undo that", "put it back": what the last turn changed goes back as it was.
 _UNDO = re.compile(
     # After a short remark of its own ("Too bright, put them back").
-    r"^(?:[^,.;!?]{1,40}[,.;!?]\s*)?\W*(?:(?:please|ok|okay|actually|oops|hmm|no)\b[\s,]*)*(?:can you\s+|could you\s+)?"
-    r"(?:undo\b|revert\b|cancel (?:it|that)\W*$|put (?:it|them|that|everything|those) back\b"
+    rf"{_REMARK}(?:undo\b|revert\b|restore (?:it|them|that|those|everything)\W*$|cancel (?:it|that)\W*$"
+    r"|put (?:it|them|that|everything|those) back\b"
     r"|change (?:it|them|that) back\b|take (?:it|that|those|them) back\b(?! to\b)"
     # "Switch them back", "turn it back", "scratch that" (not "turn it back up").
     r"|(?:switch|turn|set) (?:it|them|that|those|everything) back\W*$|scratch (?:that|it)\W*$"
@@ -91,8 +97,12 @@ _UNDO = re.compile(
     r" (?:it|they) (?:was|were)\b"
     r"|(?:reverse|roll back) (?:it|that|this)\b|roll (?:it|that|this) back\b"
     r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$"
+    # "Make it like before", "return it to how it was", "go back to the previous setting".
+    r"|(?:make|leave|return|reset) (?:it|them|that|those|everything) (?:to )?(?:like before|as (?:it|they) (?:was|were)"
+    r"|how (?:it|they) (?:was|were)|what (?:it|they) (?:was|were))\b|go back to the (?:previous|last|old) \w+\W*$"
     # "I didn't want that", "that was a mistake": said of the last action alone.
     r"|i (?:didn't|did not|never) (?:want(?:ed)?|ask(?:ed)? for|mean(?:t)?) (?:that|this|it)\W*$"
+    r"|i (?:didn't|did not) mean to(?: do)? (?:that|this|it)\W*$"
     r"|(?:that|this) (?:was|is) (?:a mistake|not right)\W*$)",
     re.IGNORECASE,
 )
@@ -103,7 +113,14 @@ _CORRECTION = re.compile(
     # "No, leave that one on, I meant the kitchen".
     r"(?:(?:no|nope|oops|sorry|wait|actually)\b[\w\s,']{0,40}?"
     r"\b(?:i meant|i mean|i wanted|not that(?: one)?|not the \w+|wrong (?:one|light|lamp|device)|the other)\b"
-    r"|i meant (?:the|my) \w"
+    # "I meant the kitchen", "I was talking about the bedroom lamp", "I meant 21" (not "I
+    # mean the light is still on", "I meant the kitchen too").
+    r"|i (?:meant|mean|was talking about|asked for) (?:(?:the|my) "
+    r"(?![^?]*\b(?:is|are|was|were|isn't|aren't|still|too|also|as well)\b)[^?]*$|\d)"
+    r"|it was (?:the|my) [\w' -]+? (?:that )?i (?:wanted|meant)\b"
+    # "No, 21", "21, not 23".
+    r"|(?:no|nope)\b[\s,!.]+\d+(?:[.,]\d+)?\s*(?:%|percent|degrees?|°)?[\s.!]*$"
+    r"|\d+(?:[.,]\d+)?\s*(?:%|percent|degrees?|°)?,?\s+not\s+\d+(?:[.,]\d+)?\s*(?:%|percent|degrees?|°)?[\s.!]*$"
     # "Wrong one, I wanted the nook lamp", "wrong room, the bedroom"; "no no, the window shade".
     r"|(?:that's |that is |that was |you got )?(?:the )?wrong \w+"
     # "You switched on the wrong thing, I wanted the kettle".
@@ -134,9 +151,36 @@ _CORRECTION = re.compile(
 )
 
 
+# "The floor lamp, not the reading light", "I wanted the kettle, not the fan": a correction
+# where what it denies is what the last turn acted on (else a request of its own).
+_DENIED_AT_END = re.compile(r"^[^?]*?\w[^?]*,\s*not ((?:the|that|this|my) [\w' -]+?)[\s.!]*$", re.IGNORECASE)
+
+
+def denied_at_end(text: str) -> str | None:
+    """The words of the device a request says it did not mean, at its end ("the floor
+    lamp, not the reading light": "the reading light"); None where it says none."""
+    said = _DENIED_AT_END.match(text)
+    return said[1] if said else None
+
+
 def is_undo(text: str) -> bool:
     """Whether the request asks to undo what was just done."""
     return bool(_UNDO.match(text))
+
+
+# "Put the blinds back", "set the heating back to what it was": the device said, put back.
+_UNDO_NAMED = re.compile(
+    rf"{_REMARK}(?:put|set|turn|switch|change|bring) ((?:the|my) [\w' -]{{1,40}}?) back"
+    r"(?:\s+(?:to\s+)?(?:the way|how|as|what|where) (?:it|they) (?:was|were)(?: before)?)?(?:\s+please)?\W*$",
+    re.IGNORECASE,
+)
+
+
+def undone_by_name(text: str) -> str | None:
+    """The words of the device an undo names ("put the blinds back": "the blinds"); None
+    where `text` is no undo that names one."""
+    said = _UNDO_NAMED.match(text)
+    return said[1] if said else None
 
 
 # "Go back" alone: undo after a change, else HA's previous track (HassMediaPrevious).
