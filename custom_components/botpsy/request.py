@@ -486,7 +486,11 @@ _LATER = re.compile(
     re.I,
 )
 # Words of what is left to do ("what do I have to do?", "any jobs left?").
-_TO_DO = re.compile(r"\b(?:have|need|got|left|still)\s+to\s+do\b|\b(?:things|jobs|tasks)\b", re.I)
+_TO_DO = re.compile(
+    r"\b(?:have|need|got|left|still)\s+to\s+do\b|\bthings\s+(?:left\s+)?to\s+do\b"
+    r"|\b(?:jobs|tasks)\b(?=.*\b(?:left|do|open|outstanding|pending|due)\b)",  # not "what things are on?"
+    re.I,
+)
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
 _FOR_BUYING = re.compile(r"shop|grocer", re.I)
