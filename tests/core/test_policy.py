@@ -15,6 +15,7 @@ from custom_components.botpsy.core.policy import (
     is_undo,
     needs_confirmation,
     reply_to_nothing,
+    restoring_service,
     undone_by_name,
 )
 
@@ -107,6 +108,11 @@ def test_entry_devices_need_confirmation() -> None:
     assert needs_confirmation("lock", "open", None)
     assert needs_confirmation("lock", "toggle", None)
     assert not needs_confirmation("lock", "lock", None)
+    # Putting back what was unlocked, opened or disarmed makes nothing less safe.
+    assert not needs_confirmation("lock", restoring_service("lock", "locked"), None)
+    assert not needs_confirmation("cover", restoring_service("cover", "closed"), "garage")
+    assert restoring_service("alarm_control_panel", "armed_away") == "alarm_arm_away"
+    assert needs_confirmation("lock", restoring_service("lock", "unlocked"), None)
     assert not needs_confirmation("light", "turn_on", None)
 
 

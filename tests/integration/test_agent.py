@@ -1140,6 +1140,17 @@ async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: Mock
     assert speech.startswith("I did not put Kitchen Door back to unlocked")
 
 
+async def test_undo_locks_again_what_a_yes_unlocked(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """Locking again makes nothing less safe: undoing a confirmed unlock needs no yes (it
+    answered "ask me for that")."""
+    script(agent, UNLOCK)
+    _speech, conversation_id = await ask(hass, "Unlock the front door")
+    await ask(hass, "yes", conversation_id)
+    assert hass.states.get("lock.front_door").state == "unlocked"  # type: ignore[union-attr]
+    speech, _conversation_id = await ask(hass, "Undo that", conversation_id)
+    assert hass.states.get("lock.front_door").state == "locked", speech  # type: ignore[union-attr]
+
+
 async def test_the_other_one_is_the_one_not_acted_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     await async_put_in_den(hass, "light.kitchen_lights", "light.ceiling_lights")
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))

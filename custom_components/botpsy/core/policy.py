@@ -200,11 +200,17 @@ def is_correction(text: str) -> bool:
 
 def restoring_service(domain: str, state: str) -> str:
     """The service that brings a device of `domain` to `state` (what putting it back runs)."""
+    if domain == "alarm_control_panel" and state.startswith("armed_"):
+        return f"alarm_arm_{state.removeprefix('armed_')}"
     return {
         ("lock", "unlocked"): "unlock",
         ("lock", "open"): "open",
+        # Locking and closing again make nothing less safe: no yes is asked for them.
+        ("lock", "locked"): "lock",
         ("cover", "open"): "open_cover",
+        ("cover", "closed"): "close_cover",
         ("valve", "open"): "open_valve",
+        ("valve", "closed"): "close_valve",
         ("alarm_control_panel", "disarmed"): "alarm_disarm",
     }.get((domain, state), "turn_on" if state == "on" else "turn_off" if state == "off" else "set")
 
