@@ -231,7 +231,10 @@ def test_a_level_said_again() -> None:
 def test_what_a_correction_meant() -> None:
     assert meant("No, not the fan, the sofa lamp") == "No, the sofa lamp"
     assert meant("Not the mirror, the towel heater") == "the towel heater"
-    assert meant("Sorry, I meant the kitchen ceiling") == "Sorry, I meant the kitchen ceiling"
+    assert meant("Sorry, I meant the kitchen ceiling") == "I meant the kitchen ceiling"
+    assert meant("Not the kitchen. The bedroom.") == "The bedroom"
+    assert meant("Not the kitchen light - the bedroom light") == "the bedroom light"
+    assert meant("That's the kitchen, I wanted the bedroom") == "I wanted the bedroom"
 
 
 def test_a_correction_may_ask_its_own_action() -> None:

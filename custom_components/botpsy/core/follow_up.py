@@ -414,12 +414,17 @@ def _data(call: ToolCall) -> str:
 
 
 # "No, not the fan, the sofa lamp": the part that names the wrong device.
-_NOT_THAT = re.compile(r"\b(?:not (?:the |that |this |my )?|wrong )[\w' -]+?(?:,\s*|\s+but\s+|$)", re.IGNORECASE)
+_NOT_THAT = re.compile(
+    r"\b(?:not (?:the |that |this |my )?|wrong )[\w' -]+?(?:\s*[,.;:]\s*|\s+[-\u2013\u2014]\s+|\s+but\s+|$)",
+    re.IGNORECASE,
+)
+# "That's the kitchen, I wanted the bedroom": what comes before what it says was meant.
+_BEFORE_MEANT = re.compile(r"^[^?]*?[,.;]\s*(?=i (?:meant|wanted) (?:the|my) )", re.IGNORECASE)
 
 
 def meant(text: str) -> str:
     """What a correction names as meant: its words without the device it says was wrong."""
-    return _NOT_THAT.sub("", text).strip(" ,")
+    return _NOT_THAT.sub("", _BEFORE_MEANT.sub("", text)).strip(" ,.")
 
 
 # What a correction says before what was meant: "I meant", "make it", "change that to".

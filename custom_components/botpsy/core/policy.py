@@ -122,7 +122,7 @@ _CORRECTION = re.compile(
     r"|(?:no|nope)\b[\s,!.]+\d+(?:[.,]\d+)?\s*(?:%|percent|degrees?|°)?[\s.!]*$"
     r"|\d+(?:[.,]\d+)?\s*(?:%|percent|degrees?|°)?,?\s+not\s+\d+(?:[.,]\d+)?\s*(?:%|percent|degrees?|°)?[\s.!]*$"
     # "Wrong one, I wanted the nook lamp", "wrong room, the bedroom"; "no no, the window shade".
-    r"|(?:that's |that is |that was |you got )?(?:the )?wrong \w+"
+    r"|(?:that's |that is |that was |you got )?(?:the )?wrong[\s.!,]+\w+"
     # "You switched on the wrong thing, I wanted the kettle".
     r"|you (?:\w+ ){1,2}(?:the )?wrong \w+"
     # "That's not what I meant", "it should have been the porch light".
@@ -137,16 +137,22 @@ _CORRECTION = re.compile(
     # "That should go on the shopping list", "it belongs in the garden jobs".
     r"|(?:that|it|this)(?: one)? (?:should (?:go|be)|goes|belongs) (?:on|in|to|with) (?:the|my) \w"
     # "Make that the kitchen light instead", "the bedroom one instead" (not "… too").
-    r"|(?![^?]*\b(?:too|also|as well)\b)[^?]*\binstead[\s.!]*$"
-    r"|(?:no|nope)\b(?:[\s,!.]+no\b)?[\s,!.]+(?:the|my) \w"
+    r"|(?![^?]*\b(?:too|also|as well)\b)(?!\W*why\b)[^?]*\binstead[\s.!?]*$"
+    r"|(?:no|nope)\b(?:[\s,!.]+no\b)*[\s,!.]+(?:the|my) \w"
+    # "Not that one!"; "that's the kitchen, I wanted the bedroom"; "I meant upstairs".
+    r"|not (?:that|this) one\W*$"
+    r"|(?![^?]*\b(?:too|also|as well)\b)[^?]{1,40}?[,.;]\s*i (?:meant|wanted) (?:the|my) \w"
+    r"|i meant (?!(?:it|that|this|to|what|so|no)\b)\w+\W*$"
+    # "Not in the kitchen, in the bedroom".
+    r"|not in (?:the|my) [\w' -]+?[,.;:\u2013\u2014-]\s*(?:but )?in (?:the|my) \w"
     # "Sorry, the sofa lamp", "wait, the bedroom one" (not "sorry, the light is still on",
     # "actually, the kitchen too").
     r"|(?:oops|whoops|sorry|wait|actually)\b[\s,!.]+(?:the|my) "
     r"(?![^?]*\b(?:is|are|was|were|isn't|aren't|still|too|also|as well)\b)[^?]*$"
     # "Not the mirror, the towel heater"; "not the lounge, I wanted the bedroom blinds";
-    # "not those, the path lights".
+    # "not those, the path lights"; "not the kitchen. The bedroom."
     r"|not (?:(?:the|that|this|my) [\w' -]+?|those|these|them|it|that|this)"
-    r",\s*(?:but |i (?:meant|mean|wanted|want|said) )?(?:the|my) \w)",
+    r"\s*[,.;:\u2013\u2014-]\s*(?:but |i (?:meant|mean|wanted|want|said) )?(?:the|my) \w)",
     re.IGNORECASE,
 )
 
