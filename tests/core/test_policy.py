@@ -41,6 +41,9 @@ from custom_components.botpsy.core.policy import (
         "List the garden jobs",
         "Anything on the family calendar today?",
         "any rain tomorrow?",
+        # After thanks for the turn before (the 0.5B switched a light off).
+        "Thanks. How humid is the bathroom?",
+        "Great, is the kettle on now?",
     ],
 )
 def test_questions_are_questions(text: str) -> None:
@@ -58,6 +61,7 @@ def test_questions_are_questions(text: str) -> None:
         "so, open the blinds",
         "Will you close the garage?",
         "Reading light on",
+        "Thanks, now turn off the fan too",
     ],
 )
 def test_requests_are_not_questions(text: str) -> None:

@@ -235,7 +235,9 @@ _QUESTION = re.compile(
 # What a question may start with before it asks ("hey, is ...", "tell me, is the pump
 # running?", "can you tell me whether ..."): asking to be told is a question too.
 _LEAD = re.compile(
-    r"^\s*(?:(?:hey|so|ok|okay|well|please|and|by the way|btw|also|oh|one more thing|quick question)\b[\s,]*)+",
+    r"^\s*(?:(?:hey|so|ok|okay|well|please|and|by the way|btw|also|oh|one more thing|quick question"
+    # ... or thanks for the turn before: "Thanks. How humid is the bathroom?".
+    r"|thanks|thank you|cheers|great|perfect|cool|nice|lovely|good|right|alright|got it)\b[\s,.!]*)+",
     re.IGNORECASE,
 )
 _ASKING = re.compile(
