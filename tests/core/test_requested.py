@@ -85,6 +85,9 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     lights = named_in("dim both of them to 20 percent", HOME, recent=["light.kitchen_cabinets", "light.garage"])
     assert lights.all_that_fit and lights.entity_ids == {"light.kitchen_cabinets", "light.garage"}
     assert not named_in("dim it to 20 percent", HOME, recent=["light.garage"]).all_that_fit
+    # "Switch both off": no switch, the two lights (the 0.5B switched two switches off).
+    switched = named_in("switch both off again", HOME, recent=["light.kitchen_cabinets", "light.garage"])
+    assert switched.entity_ids == {"light.kitchen_cabinets", "light.garage"} and not switched.domains
     # "Switch it on" names no switch; "everything" somewhere the rules cannot read is not nothing.
     assert named_in("switch it on", HOME).nothing
     everything = named_in("switch off everything downstairs", HOME)

@@ -130,7 +130,7 @@ _THEM = re.compile(r"\b(?:them|they|those|these|both)\b")
 _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 _LEADING_JOIN = re.compile(r"^\W*(?:and|then|also|plus)\b")
 # "Switch" as a verb ("switch it on", "switch them off"), not a device.
-_SWITCH_VERB = re.compile(r"\bswitch(?:ed|ing)?\s+(?:(?:it|them|that|those|these|everything|all)\b|on\b|off\b)")
+_SWITCH_VERB = re.compile(r"\bswitch(?:ed|ing)?\s+(?:(?:it|them|that|those|these|both|everything|all)\b|on\b|off\b)")
 # "The next few days", "next Tuesday", "what's next on the calendar": a time, not a track.
 _NEXT_TIME = re.compile(
     r"\bnext\b(?=\s+(?:(?:few|couple(?:\s+of)?|two|three|\d+)\s+)?"
