@@ -134,6 +134,8 @@ def in_another_script(text: str, language: str) -> bool:
 
 # "Now lower the bedroom curtains", "okay, then switch off the fan", "and the nook lamp on
 # instead": words that lead into a request or close it, which HA's sentences do not have.
+# Fewer than a question may start with (policy's): what is left is matched against the
+# home's names ("right lamp on" keeps its "right").
 _LEAD = re.compile(r"^\W*(?:(?:ok(?:ay)?|alright|all right|so|now|then|and|also|please)\b[\s,.!]*)+", re.I)
 _TAIL = re.compile(r"(?:[\s,]+(?:instead|too|as well|please))+[\s.!]*$", re.I)
 

@@ -52,19 +52,15 @@ from .core.follow_up import asks_its_own_action, is_again, meant, said_by_name, 
 from .core.home import HomeEntity
 from .core.policy import (
     asks_both_ways,
-    denied_at_end,
     is_acknowledgement,
-    is_correction,
     is_question,
     is_undo,
     reply_to_nothing,
     undoes_only_a_change,
-    undone_by_name,
 )
 from .core.reply import describe, describe_states
 from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction
 from .core.shortlist import shortlist
-from .core.tools import ACTION
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
 from .follow_ups import acted, follow_up_calls, turns
@@ -86,7 +82,7 @@ from .prompt_builder import RoundCalls
 from .service_calls import async_check, intent_outcome, intent_successes
 from .targets import UnresolvedError, intent_tool
 from .toolbox import Toolbox, is_action
-from .undo import async_undo, last_changes
+from .undo import async_undo, corrects, last_changes, puts_back_by_name
 
 if TYPE_CHECKING:
     from .entity import BotPsyLLMEntity
@@ -97,16 +93,16 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     language = chat_language(agent.hass, chat_log)
     if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance, language):
         return
-    if (
-        is_undo(utterance) and (last_changes(chat_log)[0] or not undoes_only_a_change(utterance))
-    ) or _puts_back_by_name(agent.hass, chat_log, utterance):
+    if (is_undo(utterance) and (last_changes(chat_log)[0] or not undoes_only_a_change(utterance))) or puts_back_by_name(
+        agent.hass, chat_log, utterance
+    ):
         undone = await async_undo(agent.hass, chat_log, _context(chat_log))
         await async_say(chat_log, agent.entity_id, undone or "I have changed nothing in this conversation to undo.")
         return
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     context = _context(chat_log)
-    correction = _corrects(agent.hass, chat_log, utterance)
+    correction = corrects(agent.hass, chat_log, utterance)
     # ... and, where it says another device and no action of its own ("wrong lamp, I
     # meant the one by the sofa"), the devices it acted on are not the one meant.
     other = correction and not asks_its_own_action(utterance)
@@ -159,38 +155,6 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
     # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
     if agent.warmup is not None and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox)):
         agent.warmup.async_prefill_conversation(prefix)
-
-
-def _puts_back_by_name(hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str) -> bool:
-    """ "Put the blinds back": an undo, where the last turn changed a device its words name
-    (else it is a request of its own, the model's)."""
-    return (said := undone_by_name(utterance)) is not None and _names_a_change(hass, chat_log, said)
-
-
-def _names_a_change(hass: HomeAssistant, chat_log: conversation.ChatLog, said: str) -> bool:
-    """Whether the words `said` ("the blinds") name a device the last turn changed: all of
-    them are words of its name ("the ceiling lights" are not the kitchen lights)."""
-    words = {word.rstrip("s") for word in re.findall(r"[a-z]+", said.lower())} - {"the", "my", "that", "this"}
-    for change in last_changes(chat_log)[0]:
-        entity_id = str(change["entity_id"])
-        state = hass.states.get(entity_id)
-        names = f"{state.name if state else ''} {entity_id}".lower()
-        if words and words <= {word.rstrip("s") for word in re.findall(r"[a-z]+", names)}:
-            return True
-    return False
-
-
-def _corrects(hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str) -> bool:
-    """Whether the request corrects the last action (`is_correction`, or it ends denying
-    what that action changed): not "and the nook lamp on instead" after a turn that
-    switched a light off, which switches another device the other way in its place and
-    leaves the first as it is."""
-    denied = denied_at_end(utterance)
-    if not is_correction(utterance) and not (denied and _names_a_change(hass, chat_log, denied)):
-        return False
-    said = re.findall(r"\b(on|off)\b", utterance.lower())
-    done = {call.arguments.get(ACTION) for call in last_changes(chat_log)[1]}
-    return not said or done != {"turn_off" if said[-1] == "on" else "turn_on"}
 
 
 def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
@@ -274,7 +238,7 @@ class Scope:
         """What the request `heard` is about in this conversation; a follow-up reads the
         turns before it too. `wrong`: the devices a correction says were not meant."""
         utterance, language, recognized = heard.utterance, heard.language, heard.recognized
-        correction = _corrects(hass, chat_log, utterance)
+        correction = corrects(hass, chat_log, utterance)
         toolbox = Toolbox.from_api(hass, chat_log.llm_api)
         recent = [entity_id for content in chat_log.content for entity_id in _devices_of(content)]
         # "Turn it off", "make them dimmer": what the latest turn about any device was about.

@@ -4,12 +4,15 @@
 calls changed are put back through HA's own reproduce-state (the services each domain
 uses to restore a scene), as the asking user, checked as any call is (exposed, allowed);
 a change whose undoing would need a yes (unlocking, opening a garage door) is not undone
-but said.
+but said. Whether a request that names a device ("put the blinds back", "the floor lamp,
+not the reading light") is such an undo or correction depends on what the last turn
+changed: that is read here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
+import re
 from typing import Any
 
 from homeassistant.auth.permissions.const import POLICY_CONTROL
@@ -22,7 +25,7 @@ from homeassistant.helpers.state import async_reproduce_state
 
 from botpsy_runtime.formats import ToolCall
 
-from .core.policy import needs_confirmation, restoring_service
+from .core.policy import denied_at_end, is_correction, needs_confirmation, restoring_service, undone_by_name
 from .core.reply import describe
 from .core.tools import ACTION
 from .follow_ups import acted, changes_of, turns
@@ -100,3 +103,35 @@ def _said(hass: HomeAssistant, result: dict[str, Any], removed: list[tuple[str, 
     for entity_id, item in removed:
         said.append(f"Took {item} off {state.name if (state := hass.states.get(entity_id)) else entity_id}.")
     return " ".join([*said, *refused])
+
+
+def puts_back_by_name(hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str) -> bool:
+    """ "Put the blinds back": an undo, where the last turn changed a device its words name
+    (else it is a request of its own, the model's)."""
+    return (said := undone_by_name(utterance)) is not None and _names_a_change(hass, chat_log, said)
+
+
+def _names_a_change(hass: HomeAssistant, chat_log: conversation.ChatLog, said: str) -> bool:
+    """Whether the words `said` ("the blinds") name a device the last turn changed: all of
+    them are words of its name ("the ceiling lights" are not the kitchen lights)."""
+    words = {word.rstrip("s") for word in re.findall(r"[a-z]+", said.lower())} - {"the", "my", "that", "this"}
+    for change in last_changes(chat_log)[0]:
+        entity_id = str(change["entity_id"])
+        state = hass.states.get(entity_id)
+        names = f"{state.name if state else ''} {entity_id}".lower()
+        if words and words <= {word.rstrip("s") for word in re.findall(r"[a-z]+", names)}:
+            return True
+    return False
+
+
+def corrects(hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str) -> bool:
+    """Whether the request corrects the last action (`is_correction`, or it ends denying
+    what that action changed): not "and the nook lamp on instead" after a turn that
+    switched a light off, which switches another device the other way in its place and
+    leaves the first as it is."""
+    denied = denied_at_end(utterance)
+    if not is_correction(utterance) and not (denied and _names_a_change(hass, chat_log, denied)):
+        return False
+    said = re.findall(r"\b(on|off)\b", utterance.lower())
+    done = {call.arguments.get(ACTION) for call in last_changes(chat_log)[1]}
+    return not said or done != {"turn_off" if said[-1] == "on" else "turn_on"}
