@@ -314,7 +314,7 @@ class Named:
             # "Add bananas to my list", with a chores list and a garden list. As HA's
             # sentences read it, "the list" is the shopping list where there is one.
             lists = [e for e in entities if e.domain == "todo"]
-            return lists if len(lists) > 1 and the_shopping_list(lists) is None else []
+            return lists if len(lists) > 1 and _the_shopping_list(lists) is None else []
         if self.partly and not (self.every or self.entity_ids or self.areas or self.floors or self.several):
             # A word of several devices' names, in as many areas ("the ceiling light": the
             # Kitchen Ceiling and the Bedroom Ceiling); of a kind if one is said.
@@ -894,11 +894,11 @@ def named_in(
 def _my_list(text: str, entities: Iterable[HomeEntity]) -> frozenset[str]:
     """ "Add bananas to my list", of several lists: the one shopping list, as HA's sentences
     read "my list" (the 0.5B put the bananas on the chores); none where none or several."""
-    shopping = the_shopping_list(entities) if _MY_LIST.search(text) else None
+    shopping = _the_shopping_list(entities) if _MY_LIST.search(text) else None
     return frozenset({shopping.entity_id}) if shopping else frozenset()
 
 
-def the_shopping_list(entities: Iterable[HomeEntity]) -> HomeEntity | None:
+def _the_shopping_list(entities: Iterable[HomeEntity]) -> HomeEntity | None:
     """The one to-do list of `entities` named a shopping list, which HA's sentences call
     "the list" and "my list" (not "Groceries" beside "Chores": which one is asked); None
     where there is none, or several."""
