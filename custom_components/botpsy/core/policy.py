@@ -97,9 +97,11 @@ _UNDO = re.compile(
     r" (?:it|they) (?:was|were)\b"
     r"|(?:reverse|roll back) (?:it|that|this)\b|roll (?:it|that|this) back\b"
     r"|(?:go )?back to (?:how|the way|what) (?:it|they) (?:was|were)\b|go back\W*$"
-    # "Make it like before", "return it to how it was", "go back to the previous setting".
+    # "Make it like before", "return it to how it was", "go back to the previous setting"
+    # (not "go back to the previous song": HassMediaPrevious).
     r"|(?:make|leave|return|reset) (?:it|them|that|those|everything) (?:to )?(?:like before|as (?:it|they) (?:was|were)"
-    r"|how (?:it|they) (?:was|were)|what (?:it|they) (?:was|were))\b|go back to the (?:previous|last|old) \w+\W*$"
+    r"|how (?:it|they) (?:was|were)|what (?:it|they) (?:was|were))\b"
+    r"|go back to the (?:previous|last|old) (?:setting|state)s?\W*$"
     # "I didn't want that", "that was a mistake": said of the last action alone.
     r"|i (?:didn't|did not|never) (?:want(?:ed)?|ask(?:ed)? for|mean(?:t)?) (?:that|this|it)\W*$"
     r"|i (?:didn't|did not) mean to(?: do)? (?:that|this|it)\W*$"
