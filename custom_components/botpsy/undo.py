@@ -132,6 +132,7 @@ def corrects(hass: HomeAssistant, chat_log: conversation.ChatLog, utterance: str
     denied = denied_at_end(utterance)
     if not is_correction(utterance) and not (denied and _names_a_change(hass, chat_log, denied)):
         return False
-    said = re.findall(r"\b(on|off)\b", utterance.lower())
+    # ... (said "instead": "no, leave that one on, I meant the kitchen" corrects).
+    said = re.findall(r"\b(on|off)\b", utterance.lower()) if re.search(r"\binstead\b", utterance, re.I) else []
     done = {call.arguments.get(ACTION) for call in last_changes(chat_log)[1]}
     return not said or done != {"turn_off" if said[-1] == "on" else "turn_on"}

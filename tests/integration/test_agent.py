@@ -932,6 +932,17 @@ async def test_another_device_switched_the_other_way_instead_leaves_the_first(
     assert engine.requests == []
 
 
+async def test_leaving_the_wrong_one_as_it_was_is_a_correction(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "No, leave that one on, I meant the ceiling lights": its "on" is the wrong one's,
+    put back; no other device switched the other way."""
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
+    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
+    script(agent, XML.render(ToolCall("light", {"entity_id": "light.ceiling_lights", "action": "turn_off"})))
+    speech, _id = await ask(hass, "No, leave that one on, I meant the ceiling lights", conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
+    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
+
+
 async def test_words_leading_into_a_request_leave_it_to_has_sentences(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:
