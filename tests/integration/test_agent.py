@@ -969,27 +969,23 @@ async def test_an_undo_naming_what_changed_puts_it_back(hass: HomeAssistant, age
     assert engine.requests == []
 
 
-async def test_a_request_denying_what_was_just_done_corrects_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    """ "The ceiling lights, not the kitchen lights" after switching the kitchen lights off:
-    they are put back and the ceiling lights switched off, without the model."""
-    script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
-    _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
-    engine = script(agent)
-    speech, _id = await ask(hass, "I wanted the ceiling lights, not the kitchen lights", conversation_id)
-    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
-    assert hass.states.get("light.ceiling_lights").state == "off", speech  # type: ignore[union-attr]
-    assert engine.requests == []
-
-
+@pytest.mark.parametrize(
+    "correction",
+    [
+        "Not the kitchen lights, the ceiling lights",
+        # Denying at its end what the turn before changed.
+        "I wanted the ceiling lights, not the kitchen lights",
+    ],
+)
 async def test_a_correction_naming_the_wrong_one_does_the_right_one(
-    hass: HomeAssistant, agent: MockConfigEntry
+    hass: HomeAssistant, agent: MockConfigEntry, correction: str
 ) -> None:
     """ "Not the kitchen lights, the ceiling lights": the wrong one put back, the right one
     done as the turn before did, and the model is not needed."""
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
     _speech, conversation_id = await ask(hass, "Turn off the kitchen lights")
     engine = script(agent)
-    speech, _conversation_id = await ask(hass, "Not the kitchen lights, the ceiling lights", conversation_id)
+    speech, _conversation_id = await ask(hass, correction, conversation_id)
     assert hass.states.get("light.kitchen_lights").state == "on"  # type: ignore[union-attr]
     assert hass.states.get("light.ceiling_lights").state == "off"  # type: ignore[union-attr]
     assert speech.startswith("Put back. Kitchen Lights: off → on") and engine.requests == []
