@@ -216,20 +216,35 @@ def _item_as_listed(hass: HomeAssistant, call: ValidCall) -> None:
     an item by its exact summary), written into `call`; CallRejectedError if it is not on
     the list, as HA's own intent checks before it acts (read from the entity, as the
     intent does: reading is not a service call)."""
-    component = hass.data.get(TODO_COMPONENT)
-    entity = component.get_entity(call.entity_id) if component else None
-    if entity is None or entity.todo_items is None:
-        return
     wanted = str(call.data.get("item", ""))
-    if any(wanted in (i.summary, i.uid) for i in entity.todo_items):
+    if (listed := listed_item(hass, call.entity_id, wanted)) is not None:
+        call.data["item"] = listed
         return
-    for same in (str.casefold, item_words):
-        fitting = {i.summary for i in entity.todo_items if i.summary and same(i.summary) == same(wanted)}
-        if len(fitting) == 1:
-            call.data["item"] = fitting.pop()
-            return
     name = state.name if (state := hass.states.get(call.entity_id)) else call.entity_id
     raise CallRejectedError(f"{wanted!r} is not on {name}")
+
+
+def listed_item(hass: HomeAssistant, entity_id: str, wanted: str) -> str | None:
+    """The item of to-do list `entity_id` that `wanted` means, as the list spells it: the
+    same summary (or uid), the same without case or word ends, else the one item with all
+    its words ("recycling": "Take out recycling"); `wanted` as it is where the list's items
+    cannot be read, None where no one item fits."""
+    component = hass.data.get(TODO_COMPONENT)
+    entity = component.get_entity(entity_id) if component else None
+    if entity is None or entity.todo_items is None:
+        return wanted
+    if any(wanted in (i.summary, i.uid) for i in entity.todo_items):
+        return wanted
+    words = item_words(wanted)
+    for fits in (
+        lambda summary: summary.casefold() == wanted.casefold(),
+        lambda summary: item_words(summary) == words,
+        lambda summary: bool(words) and words <= item_words(summary),
+    ):
+        fitting = {i.summary for i in entity.todo_items if i.summary and fits(i.summary)}
+        if len(fitting) == 1:
+            return fitting.pop()
+    return None
 
 
 async def async_run(hass: HomeAssistant, call: ValidCall, context: Context, language: str | None = None) -> CallResult:

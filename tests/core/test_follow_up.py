@@ -258,6 +258,10 @@ def test_a_correction_may_ask_its_own_action() -> None:
         ("we're done with the recycling", True),
         ("Got the spinach already", True),
         ("already bought the milk", True),
+        ("I already have the spinach", True),
+        ("we have eggs already", True),
+        ("I don't need the lemons any more", True),
+        ("I have a question", False),
         ("got to go", True),  # said done, but of no item: item_meant finds none
         ("take the bins out", False),
         ("I've got a question", True),  # said done, but of no item: item_meant finds none

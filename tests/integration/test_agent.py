@@ -734,6 +734,25 @@ async def test_a_timer_is_started_by_has_own_handler(hass: HomeAssistant, agent:
     assert "timer" in speech.lower() and engine.requests == [] and events == [TimerEventType.STARTED]
 
 
+async def test_an_item_said_by_part_of_its_words_is_checked_off(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Recycling" is "Take out recycling" where no other item has the word; not where two do."""
+    for item in ("Take out recycling", "Eggs"):
+        await hass.services.async_call(
+            "todo", "add_item", {"entity_id": "todo.shopping_list", "item": item}, blocking=True
+        )
+    said = {"entity_id": "todo.shopping_list", "action": "update_item", "item": "recycling", "status": "completed"}
+    script(agent, XML.render(ToolCall("todo", said)))
+    await ask(hass, "Tick off the recycling on the shopping list")
+    assert (await shopping_list(hass))["Take out recycling"] == "completed"
+    await hass.services.async_call(
+        "todo", "add_item", {"entity_id": "todo.shopping_list", "item": "Buy recycling bags"}, blocking=True
+    )
+    script(agent, XML.render(ToolCall("todo", said)), XML.render(ToolCall("todo", said)))
+    speech, _conversation_id = await ask(hass, "Tick off the recycling on the shopping list")
+    assert (await shopping_list(hass))["Buy recycling bags"] == "needs_action"
+    assert speech == "I did not change Shopping list: 'recycling' is not on Shopping list."
+
+
 async def test_an_item_not_on_the_list_is_not_checked_off(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """As HA's own intent does: the item must be on the list before anything is called."""
     check_off = XML.render(

@@ -447,6 +447,9 @@ _DONE_WITH = re.compile(
     # ... said without who: "got the spinach already", "already bought the milk".
     r"|^\W*(?:(?:ok(?:ay)?|great|good|right|so|and)\W+)*(?:already\s+|just\s+)?(?:got|bought|picked up)\b"
     r"|\b(?:is|are|'s)\s+(?:already\s+|all\s+)?(?:done|finished|sorted|bought)\b|\b(?:done|finished) with\b"
+    # "I already have the spinach", "we have eggs already", "I don't need the lemons any more".
+    r"|\b(?:i|we)\s+already\s+have\b|\b(?:i|we)\s+have\s+(?:\w+\s+){1,4}?already\b"
+    r"|\b(?:i|we)\s+(?:don't|do not|no longer)\s+need\b"
     # "Scratch the oat milk", "remove the lemons" (HA's shopping list sentences: ticked off).
     r"|^\W*(?:(?:ok(?:ay)?|great|good|right|then|and|now)\W+)*(?:scratch|scrap|remove|delete|strike)\b",
     re.IGNORECASE,
