@@ -11,7 +11,7 @@ changed: that is read here too.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 import re
 from typing import Any
 
@@ -29,7 +29,7 @@ from .core.policy import denied_at_end, is_correction, needs_confirmation, resto
 from .core.reply import describe
 from .core.tools import ACTION
 from .follow_ups import acted, changes_of, turns
-from .service_calls import EVENT_CALL_EXECUTED, state_change
+from .service_calls import EVENT_CALL_EXECUTED, listed_item, state_change
 
 
 def last_changes(chat_log: conversation.ChatLog) -> tuple[list[dict[str, Any]], list[ToolCall]]:
@@ -46,13 +46,9 @@ async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, contex
     changes, calls = last_changes(chat_log)
     if not changes:
         return None
-    # What was put on a list comes off it (a list's state, its count, cannot be put back).
-    added = {
-        (str(c.arguments["entity_id"]), str(c.arguments["item"]))
-        for c in calls
-        if c.name == "todo" and c.arguments.get(ACTION) == "add_item" and "item" in c.arguments
-    }
-    removed: list[tuple[str, str]] = []
+    # A list's state (its count) cannot be put back: each change to its items is undone.
+    undoing = [undone for call in calls for undone in _list_undoing(call)]
+    list_undos: list[_ListUndo] = []
     user = await hass.auth.async_get_user(context.user_id) if context.user_id else None
     wanted: list[State] = []
     refused: list[str] = []
@@ -70,18 +66,22 @@ async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, contex
         ):
             refused.append(f"I did not put {name} back: you may not control it here.")
         elif domain == "todo":
-            removed += [(e, item) for e, item in added if e == entity_id]
+            list_undos += [u for u in undoing if u.entity_id == entity_id and u not in list_undos]
         else:
             attributes = {k: v[0] for k, v in (change.get("attributes") or {}).items() if v and v[0] is not None}
             wanted.append(State(entity_id, str(old), attributes))
     before = {s.entity_id: hass.states.get(s.entity_id) for s in wanted}
-    before |= {entity_id: hass.states.get(entity_id) for entity_id, _item in removed}
+    before |= {undone.entity_id: hass.states.get(undone.entity_id) for undone in list_undos}
+    # Each item as its list spells it: the call may have said "lemons" of "Lemons".
+    list_undos = [
+        replace(u, data={**u.data, "item": listed_item(hass, u.entity_id, str(u.data["item"])) or u.data["item"]})
+        for u in list_undos
+    ]
     try:
         await async_reproduce_state(hass, wanted, context=context)
-        for entity_id, item in removed:
-            await hass.services.async_call(
-                "todo", "remove_item", {"entity_id": entity_id, "item": item}, blocking=True, context=context
-            )
+        for undone in list_undos:
+            data = {"entity_id": undone.entity_id, **undone.data}
+            await hass.services.async_call("todo", undone.service, data, blocking=True, context=context)
     except HomeAssistantError as err:
         refused.append(f"I could not put everything back: {err}.")
     result: dict[str, Any] = {"name": "undo", "arguments": {}, "executed": True, "changes": []}
@@ -89,19 +89,54 @@ async def async_undo(hass: HomeAssistant, chat_log: conversation.ChatLog, contex
         if old_state is not None and (done := state_change(old_state, hass.states.get(entity_id))) is not None:
             result["changes"].append(asdict(done))
     hass.bus.async_fire(EVENT_CALL_EXECUTED, {"user_id": context.user_id, **result}, context=context)
-    return _said(hass, result, removed, refused) if wanted or removed else " ".join(refused) or None
+    return _said(hass, result, list_undos, refused) if wanted or list_undos else " ".join(refused) or None
 
 
-def _said(hass: HomeAssistant, result: dict[str, Any], removed: list[tuple[str, str]], refused: list[str]) -> str:
-    """What undoing did: the states put back, the items taken off their lists, and what was not done."""
+@dataclass(frozen=True)
+class _ListUndo:
+    """The call that undoes one change to a list's items, and how the reply says it."""
+
+    entity_id: str
+    service: str
+    data: dict[str, Any]
+    said: str  # "Took {item} off {list}.": of `data`, and the list's name
+
+
+def _list_undoing(call: ToolCall) -> list[_ListUndo]:
+    """What undoes a to-do call (those offered: add and update): an added item comes off,
+    an item ticked off (or renamed) is as it was; nothing for any other call."""
+    args = call.arguments
+    item, entity_id = args.get("item"), str(args.get("entity_id"))
+    if call.name != "todo" or not item:
+        return []
+    match args.get(ACTION):
+        case "add_item":
+            return [_ListUndo(entity_id, "remove_item", {"item": item}, "Took {item} off {list}.")]
+        case "update_item":
+            now = args.get("rename") or item
+            data: dict[str, Any] = {"item": now}
+            if args.get("rename"):
+                data["rename"] = item
+            if (status := args.get("status")) in ("completed", "needs_action"):
+                data["status"] = "needs_action" if status == "completed" else "completed"
+            if "status" not in data:
+                return [_ListUndo(entity_id, "update_item", data, "Renamed {item} back to {rename} on {list}.")]
+            done = "not done" if data["status"] == "needs_action" else "done"
+            return [_ListUndo(entity_id, "update_item", data, f"Put {{item}} back as {done} on {{list}}.")]
+    return []
+
+
+def _said(hass: HomeAssistant, result: dict[str, Any], list_undos: list[_ListUndo], refused: list[str]) -> str:
+    """What undoing did: the states put back, the list items as they were, and what was not done."""
     said = []
     put_back = [c for c in result["changes"] if not str(c.get("entity_id")).startswith("todo.")]
-    if put_back or not removed:
+    if put_back or not list_undos:
         said.append(
             "Put back. " + (describe([{**result, "changes": put_back}]) if put_back else "Nothing needed putting back.")
         )
-    for entity_id, item in removed:
-        said.append(f"Took {item} off {state.name if (state := hass.states.get(entity_id)) else entity_id}.")
+    for undone in list_undos:
+        state = hass.states.get(undone.entity_id)
+        said.append(undone.said.format(**undone.data, list=state.name if state else undone.entity_id))
     return " ".join([*said, *refused])
 
 

@@ -1156,6 +1156,21 @@ async def test_undo_takes_an_added_item_off_its_list(hass: HomeAssistant, agent:
     assert speech == "Took Bananas off Shopping list."
 
 
+async def test_undo_puts_a_ticked_off_item_back_as_not_done(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    await hass.services.async_call(
+        "todo", "add_item", {"entity_id": "todo.shopping_list", "item": "Milk"}, blocking=True
+    )
+    # The model's "milk" is the list's "Milk", ticked off and put back.
+    done = {"entity_id": "todo.shopping_list", "action": "update_item", "item": "milk", "status": "completed"}
+    script(agent, XML.render(ToolCall("todo", done)))
+    _speech, conversation_id = await ask(hass, "check off milk on the shopping list")
+    assert (await shopping_list(hass))["Milk"] == "completed"
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "undo that", conversation_id)
+    assert (await shopping_list(hass))["Milk"] == "needs_action" and engine.requests == []
+    assert speech == "Put Milk back as not done on Shopping list."
+
+
 async def test_undo_never_unlocks_without_a_yes(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     assert hass.states.get("lock.kitchen_door").state == "unlocked"  # type: ignore[union-attr]
     script(agent, XML.render(ToolCall("lock", {"entity_id": "lock.kitchen_door", "action": "lock"})))
