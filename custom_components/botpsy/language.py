@@ -59,12 +59,25 @@ TIMER_INTENTS = frozenset(
 )
 # HA's intents that say nothing to act on ("never mind"): no action either.
 NOTHING_INTENTS = frozenset({"HassNevermind", "HassRespond"})
+# What HA's on/off intents call on the domains they treat apart
+# (`OnOffIntentHandler.async_call_service`); on others, `homeassistant.turn_on` calls the
+# entity's own domain's service of that name.
+ON_OFF_SERVICES: dict[tuple[str, str], str] = {
+    ("lock", "turn_on"): "lock", ("lock", "turn_off"): "unlock",
+    ("cover", "turn_on"): "open_cover", ("cover", "turn_off"): "close_cover",
+    ("valve", "turn_on"): "open_valve", ("valve", "turn_off"): "close_valve",
+    ("button", "turn_on"): "press", ("input_button", "turn_on"): "press",
+}  # fmt: skip
+# HA's on/off intents, by the service they are named after.
+_ON_OFF_INTENTS = {"turn_on": "HassTurnOn", "turn_off": "HassTurnOff"}
 # The services HA's intents run (as its handlers do: HassTurnOff closes a cover): what a
 # request's verb asks of its devices, in any language HA reads. Not a lock's: "ferme à
 # clé" starts as closing a cover does, and locks have verbs of their own for the model.
 INTENT_SERVICES: dict[str, frozenset[str]] = {
-    "HassTurnOn": frozenset({"turn_on", "open_cover", "open_valve"}),
-    "HassTurnOff": frozenset({"turn_off", "close_cover", "close_valve"}),
+    **{
+        intent: frozenset({service, *(ON_OFF_SERVICES[domain, service] for domain in ("cover", "valve"))})
+        for service, intent in _ON_OFF_INTENTS.items()
+    },
     "HassLightSet": frozenset({"turn_on"}),
     "HassSetPosition": frozenset({"set_cover_position", "set_valve_position"}),
     "HassClimateSetTemperature": frozenset({"set_temperature"}),
@@ -90,8 +103,7 @@ INTENT_SERVICES: dict[str, frozenset[str]] = {
 # the first of `INTENT_SERVICES` that runs it, and a lock's, as HA's handlers lock it.
 SAID_BY: dict[str, str] = {
     **{service: intent for intent, services in reversed(INTENT_SERVICES.items()) for service in services},
-    "lock": "HassTurnOn",
-    "unlock": "HassTurnOff",
+    **{ON_OFF_SERVICES["lock", service]: intent for service, intent in _ON_OFF_INTENTS.items()},
 }
 # What HA's question intents are about, as BotPsy's kinds of device say it.
 _INTENT_KINDS: dict[str, tuple[str, ...]] = {"HassClimateGetTemperature": ("temperature",)}

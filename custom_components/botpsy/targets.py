@@ -29,25 +29,10 @@ from .core.home import Home
 from .core.policy import CONFIRMED_DOMAINS
 from .core.tools import Tool
 from .core.validate import CallRejectedError, validate_call
+from .language import NOTHING_INTENTS, ON_OFF_SERVICES, TIMER_INTENTS
 
 # HA's intents that act on no device: timers, announcements, answers.
-_DEVICELESS_INTENTS = frozenset(
-    {
-        intent.INTENT_START_TIMER, intent.INTENT_CANCEL_TIMER, intent.INTENT_CANCEL_ALL_TIMERS,
-        intent.INTENT_INCREASE_TIMER, intent.INTENT_DECREASE_TIMER, intent.INTENT_PAUSE_TIMER,
-        intent.INTENT_UNPAUSE_TIMER, intent.INTENT_TIMER_STATUS, intent.INTENT_NEVERMIND,
-        intent.INTENT_RESPOND, intent.INTENT_BROADCAST,
-    }
-)  # fmt: skip
-# What HA's on/off intents call on the domains they treat apart
-# (`OnOffIntentHandler.async_call_service`); on others, `homeassistant.turn_on` calls the
-# entity's own domain's service of that name.
-_ON_OFF_SERVICES = {
-    ("lock", "turn_on"): "lock", ("lock", "turn_off"): "unlock",
-    ("cover", "turn_on"): "open_cover", ("cover", "turn_off"): "close_cover",
-    ("valve", "turn_on"): "open_valve", ("valve", "turn_off"): "close_valve",
-    ("button", "turn_on"): "press", ("input_button", "turn_on"): "press",
-}  # fmt: skip
+_DEVICELESS_INTENTS = TIMER_INTENTS | NOTHING_INTENTS | {intent.INTENT_TIMER_STATUS, intent.INTENT_BROADCAST}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +106,7 @@ def _service(handler: intent.DynamicServiceIntentHandler, intent_obj: intent.Int
     domain, service = handler.get_domain_and_service(intent_obj, state)
     if domain != "homeassistant":
         return service
-    special = _ON_OFF_SERVICES.get((state.domain, service)) if isinstance(handler, OnOffIntentHandler) else None
+    special = ON_OFF_SERVICES.get((state.domain, service)) if isinstance(handler, OnOffIntentHandler) else None
     return special or service
 
 
