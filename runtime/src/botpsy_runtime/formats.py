@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any, Protocol
 
+from .holdback import releasable_length
+
 # Longest free text value a grammar admits (a to-do item, a search query).
 MAX_TEXT_VALUE = 100
 
@@ -149,7 +151,7 @@ class _TaggedFormat:
         cut = text.find(self.call_start)
         if cut >= 0:
             return cut
-        return len(text) if final else _undecided(text, self.call_start)
+        return len(text) if final else releasable_length(text, (self.call_start,))
 
     def render(self, call: ToolCall) -> str:
         opening, closing = self.wrappers[0]
@@ -319,14 +321,6 @@ class GemmaFormat(_TaggedFormat):
         """GBNF of a string value: text without `<` between `<escape>` marks, or `literal` exactly."""
         inner = gbnf_literal(literal) if literal is not None else f"[^<]{{1,{MAX_TEXT_VALUE}}}"
         return f'"<escape>" {inner} "<escape>"'
-
-
-def _undecided(text: str, marker: str) -> int:
-    """Length of `text` that cannot be the beginning of `marker`."""
-    for start in range(max(0, len(text) - len(marker) + 1), len(text)):
-        if marker.startswith(text[start:]):
-            return start
-    return len(text)
 
 
 def _plain(raw: str) -> Any:

@@ -43,6 +43,7 @@ from .engine import (
 )
 from .errors import AuthenticationError, EngineError, EngineUnavailableError, ModelLoadError
 from .forcing import forced_count
+from .holdback import releasable_length
 from .lru_cache import LruCache
 
 CONNECT_TIMEOUT = 10.0
@@ -617,12 +618,7 @@ class _FastForward:
         text, stops = self.text, self.request.stop
         if any(s in text[self.sent :] for s in stops):
             return ""  # `_ask` cuts it there
-        safe = len(text)
-        longest = max((len(s) for s in stops), default=0)
-        for start in range(max(self.sent, len(text) - longest + 1), len(text)):
-            if any(s.startswith(text[start:]) for s in stops):
-                safe = start
-                break
+        safe = self.sent + releasable_length(text[self.sent :], stops)
         released = text[self.sent : safe]
         self.sent = max(self.sent, safe)
         return released

@@ -35,6 +35,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from .constrained import Decoder, Sampling, Vocabulary, parse_grammar
 from .forcing import forced_count, whole_characters
+from .holdback import releasable_length
 from .lru_cache import LruCache
 
 # State snapshots kept (each holds a prefix's KV cache and, for hybrid models, the
@@ -411,7 +412,7 @@ class Model:
                 text = text[:hit]
                 reason = "stop"
             # Hold back a tail that may still become a stop string.
-            safe = len(text) if reason == "stop" else _safe_length(text, stops)
+            safe = len(text) if reason == "stop" else releasable_length(text, stops)
             if safe > sent:
                 yield {"text": text[sent:safe]}
                 sent = safe
@@ -460,14 +461,6 @@ def _shared_length(a: Sequence[int], b: Sequence[int]) -> int:
             break
         shared += 1
     return shared
-
-
-def _safe_length(text: str, stops: list[str]) -> int:
-    """Length of `text` that cannot be the start of a stop string."""
-    for start in range(max(0, len(text) - max((len(s) for s in stops), default=0)), len(text)):
-        if any(s.startswith(text[start:]) for s in stops):
-            return start
-    return len(text)
 
 
 def serve(options: dict[str, Any]) -> None:
