@@ -1,4 +1,5 @@
-"""GBNF integer ranges accept exactly their integers (llama.cpp's grammar sampler says so)."""
+"""GBNF integer ranges accept exactly their integers, and the value rules shared by the call
+and JSON grammars accept what their type allows (llama.cpp's grammar sampler says so)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
-from botpsy_runtime.gbnf_ranges import int_range
+from botpsy_runtime.gbnf_ranges import int_range, scalar_rule
 from scripts.testing.grammar_check import GrammarChecker
 
 
@@ -21,3 +22,23 @@ def checker(tiny_models: dict[str, Path]) -> GrammarChecker:
 def test_integer_ranges_are_exact(checker: GrammarChecker, low: int, span: int, probe: int) -> None:
     grammar = f"root ::= {int_range(low, low + span)}"
     assert checker.accepts(grammar, str(probe)) == (low <= probe <= low + span)
+
+
+def test_value_rules_of_booleans_and_numbers(checker: GrammarChecker) -> None:
+    def accepts(rule: str | None, text: str) -> bool:
+        assert rule is not None
+        return checker.accepts(f"root ::= {rule}", text)
+
+    boolean = scalar_rule("boolean", None, None)
+    assert accepts(boolean, "true") and accepts(boolean, "false") and not accepts(boolean, "1")
+    # Without both bounds: any integer of up to 10 digits (a 32-bit integer), no more.
+    for unbounded in (scalar_rule("integer", None, None), scalar_rule("integer", 0, None)):
+        assert accepts(unbounded, "-2147483648") and accepts(unbounded, "1000000")
+        assert not accepts(unbounded, "12345678901") and not accepts(unbounded, "1.5")
+    # With both: only integers within them (fractional bounds rounded inwards).
+    bounded = scalar_rule("integer", 0.5, 10.5)
+    assert accepts(bounded, "1") and accepts(bounded, "10")
+    assert not accepts(bounded, "0") and not accepts(bounded, "11")
+    number = scalar_rule("number", 0, 1)
+    assert accepts(number, "0.25") and accepts(number, "1.0") and not accepts(number, "1.5")
+    assert scalar_rule("string", None, None) is None and scalar_rule("rgb", None, None) is None

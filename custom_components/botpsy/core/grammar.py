@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-import math
 import re
 
 from botpsy_runtime.formats import JSON_CALLS, CallFormat, gbnf_literal
-from botpsy_runtime.gbnf_ranges import int_range, number_range
+from botpsy_runtime.gbnf_ranges import int_range, scalar_rule
 
 from .tools import ACTION, Param, Tool
 
@@ -68,14 +67,9 @@ def _value(fmt: CallFormat, param: Param, text_rule: str) -> str:
 
 def _plain_value(param: Param) -> str:
     """GBNF of a boolean, number or color: spelled alike in every call format, unlike text."""
-    if param.type == "boolean":
-        return '"true" | "false"'
-    if param.type == "integer":
-        if param.minimum is None or param.maximum is None:
-            return '"-"? [0-9] [0-9]{0,5}'
-        return int_range(math.ceil(param.minimum), math.floor(param.maximum))
-    if param.type == "number":
-        return number_range(param.minimum, param.maximum)
+    rule = scalar_rule(param.type, param.minimum, param.maximum)
+    if rule is not None:
+        return rule
     channel = int_range(0, 255)
     return f'"[" ( {channel} ) ", " ( {channel} ) ", " ( {channel} ) "]"'
 

@@ -1,4 +1,5 @@
-"""GBNF rules for numbers within a range (llama.cpp grammars have no numeric bounds).
+"""GBNF rules for numbers within a range (llama.cpp grammars have no numeric bounds), and
+for the values spelled the same in JSON and in every call format (booleans and numbers).
 
 An integer range is written as alternatives of digit-by-digit sub-ranges; small ranges are
 enumerated. Shared by the tool grammars and the JSON-schema grammar.
@@ -10,6 +11,9 @@ import math
 
 # Ranges this wide or narrower are written as the list of their values.
 _ENUMERATE_UP_TO = 200
+# An integer without both bounds: up to 10 digits, any 32-bit integer (what a schema
+# without a maximum may well expect), yet an end to a model that would write digits forever.
+_ANY_INTEGER = '"-"? [0-9] [0-9]{0,9}'
 
 
 def _fill_nines(value: int, count: int) -> int:
@@ -72,3 +76,17 @@ def number_range(low: float | None, high: float | None) -> str:
     below = int_range(math.floor(low), top - 1) if top - 1 >= math.floor(low) else None
     at_top = f'"{top}" ( ".0" "0"? )?' if float(high).is_integer() else f'"{top}" {fraction}'
     return f"( {below} ) {fraction} | {at_top}" if below else at_top
+
+
+def scalar_rule(kind: object, low: float | None, high: float | None) -> str | None:
+    """GBNF of a value of JSON schema type `kind` that is a boolean, an integer or a number
+    (within [low, high] where both are given), or None for any other type."""
+    if kind == "boolean":
+        return '"true" | "false"'
+    if kind == "integer":
+        if low is None or high is None:
+            return _ANY_INTEGER
+        return int_range(math.ceil(low), math.floor(high))
+    if kind == "number":
+        return number_range(low, high)
+    return None

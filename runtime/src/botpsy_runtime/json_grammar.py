@@ -9,11 +9,10 @@ anything else, so the caller can fall back to llama.cpp's converter.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from .formats import MAX_TEXT_VALUE, gbnf_literal
-from .gbnf_ranges import int_range, number_range
+from .gbnf_ranges import scalar_rule
 
 _STRING = f'"\\"" ( [^"\\\\\\x00-\\x1f] | "\\\\" ["\\\\/bfnrt] ){{0,{MAX_TEXT_VALUE}}} "\\""'
 
@@ -39,15 +38,10 @@ def _scalar(kind: object, low: Any, high: Any) -> str:
     """GBNF of a string, boolean or number: values with no rules of their own, unlike lists and objects."""
     if kind == "string":
         return _STRING
-    if kind == "boolean":
-        return '"true" | "false"'
-    if kind == "integer":
-        if low is None or high is None:
-            return '"-"? [0-9] [0-9]{0,9}'
-        return int_range(math.ceil(low), math.floor(high))
-    if kind == "number":
-        return number_range(low, high)
-    raise _Unsupported(kind)
+    rule = scalar_rule(kind, low, high)
+    if rule is None:
+        raise _Unsupported(kind)
+    return rule
 
 
 def _object(schema: dict[str, Any], rules: dict[str, str], name: str) -> str:
