@@ -16,7 +16,6 @@ worker exits when stdin closes, so it never outlives its parent.
 from __future__ import annotations
 
 import codecs
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 import ctypes
 import functools
@@ -187,7 +186,9 @@ class Model:
         self._n_swa = max(1, int(llama_cpp.llama_model_n_swa(self.llm._model.model)))
         self._grammars: LruCache[str, Any] = LruCache(MAX_GRAMMARS, on_evict=llama_cpp.llama_sampler_free)
         # Prefix tokens -> sequence state, restored by requests that start with the prefix.
-        self._snapshots: OrderedDict[tuple[int, ...], ctypes.Array[ctypes.c_uint8]] = OrderedDict()
+        self._snapshots: LruCache[tuple[int, ...], ctypes.Array[ctypes.c_uint8]] = LruCache(
+            MAX_SNAPSHOTS, weight=len, budget=MAX_SNAPSHOT_BYTES
+        )
         # Whether the memory ends with a generation (worth a snapshot before it is overwritten).
         self._generated = False
         # Whether a snapshot may be restored and cut back (not where the model cannot cut).
@@ -235,7 +236,7 @@ class Model:
             (p for p in self._snapshots if len(p) <= limit and tuple(tokens[: len(p)]) == p), key=len, default=()
         )
         if full:
-            self._snapshots.move_to_end(full)  # in use, even where the memory serves
+            self._snapshots[full]  # in use (now the most recent), even where the memory serves
         memory_kept = True
         if self._partial_restores:
             # A snapshot that shares more than the memory and any whole snapshot, cut back
@@ -245,7 +246,7 @@ class Model:
             if length > max(shared, len(full)):
                 memory_kept = False
                 if self._restore(prefix) and self._cut_back(length):
-                    self._snapshots.move_to_end(prefix)
+                    self._snapshots[prefix]  # in use: now the most recent
                     return length, length
                 self._partial_restores = False  # the model cannot cut back: never again
         if memory_kept and shared > 0 and shared >= len(full) and self._cut_back(shared):
@@ -261,8 +262,8 @@ class Model:
     def _restore(self, prefix: tuple[int, ...]) -> bool:
         """Replace the memory by the snapshot of `prefix`."""
         self.clear()
-        state = self._snapshots[prefix]
-        if not llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, state, len(state), 0):
+        state = self._snapshots.peek(prefix)  # the caller marks it in use once it serves
+        if state is None or not llama_cpp.llama_state_seq_set_data(self.llm._ctx.ctx, state, len(state), 0):
             self.clear()
             return False
         self.llm.input_ids[: len(prefix)] = prefix
@@ -290,17 +291,18 @@ class Model:
 
     def snapshot_memory(self) -> dict[str, int]:
         """What the kept state snapshots hold, for health and diagnostics."""
-        return {"snapshots": len(self._snapshots), "snapshot_bytes": sum(len(s) for s in self._snapshots.values())}
+        return {"snapshots": len(self._snapshots), "snapshot_bytes": self._snapshots.weight}
 
     def _snapshot(self, prefix: tuple[int, ...]) -> None:
+        # The byte bound as it stands when a snapshot is taken (a test lowers it on a
+        # loaded model): the least recently used go until the kept ones are within it.
+        self._snapshots.budget = MAX_SNAPSHOT_BYTES
         ctx = self.llm._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
         if size <= MAX_SNAPSHOT_BYTES:
             state = (ctypes.c_uint8 * size)()
             if llama_cpp.llama_state_seq_get_data(ctx, state, size, 0) == size:
-                self._snapshots[prefix] = state
-        while len(self._snapshots) > MAX_SNAPSHOTS or self.snapshot_memory()["snapshot_bytes"] > MAX_SNAPSHOT_BYTES:
-            self._snapshots.popitem(last=False)
+                self._snapshots[prefix] = state  # the least recently used go past either bound
 
     def prefill(self, prompt: str, cancelled: Callable[[], bool] = lambda: False) -> dict[str, float]:
         """Evaluate `prompt` and keep its state, for requests that start with it.
