@@ -509,7 +509,17 @@ def says_value(text: str, language: str) -> bool:
     """Whether `text` says a value or a change of one; True where the language's words for
     them are not known here (the model decides)."""
     words = _VALUE_WORDS.get(base_language(language))
+    if base_language(language) == "en":
+        text = _COUNTED.sub(" ", text)
     return words is None or bool(_NUMBERS.search(text) or "%" in text or words.search(text.casefold()))
+
+
+# How many devices, not a value: "the other two", "all three", "those two lamps".
+_COUNTED = re.compile(
+    r"\b(?:the|all|those|these|other|both)\s+(?:two|three|four|five|six|seven|eight|nine|ten)\b"
+    r"(?!\s*(?:%|percent|degrees?|°|notch|step))",
+    re.IGNORECASE,
+)
 
 
 # Verbs that raise or lower a cover, which HA's sentences of the language lack ("remonte

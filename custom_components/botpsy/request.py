@@ -521,6 +521,12 @@ MAX_READINGS = 6
 # How the question that asks which device begins (answered in the next turn).
 WHICH = "Which"
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+# An answer that names which of them it does not mean: the words it names them by.
+_EXCEPT = re.compile(
+    r"(?:\b(?:not|except(?: for)?|apart from|other than|besides)|\b(?:all|everything|anything|every one|all of them)"
+    r"\s+but)\s+(?:for\s+)?(.+?)(?=[,;.!?]|\bbut\b|$)",
+    re.IGNORECASE,
+)
 
 
 def _asked_which(chat_log: conversation.ChatLog) -> bool:
@@ -532,28 +538,42 @@ def _asked_which(chat_log: conversation.ChatLog) -> bool:
 
 def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None, recent: list[str]) -> Named | None:
     """What a request named, narrowed by the answer to "which do you mean?": by a place or a
-    name ("the one in the office"), by its place in the list ("the second one"), or all of
-    them ("both"); None if the answer narrows nothing (then it is a request of its own)."""
+    name ("the one in the office"), by its place in the list ("the second one"), all of
+    them ("both"), or all but those it excepts ("not the office one"); None if the answer
+    narrows nothing (then it is a request of its own)."""
     before = named_in(asked, toolbox.home.entities, here=here, recent=recent)
     listed = toolbox.one_of_several(before)
-    words = set(answer.lower().replace(",", " ").split())
-    ordinal = next((_ORDINALS[w] for w in words if w in _ORDINALS), None)
-    if listed and ordinal is not None and -len(listed) <= ordinal < len(listed):
+    if not listed:
+        return None
+    ids = frozenset(e.entity_id for e in listed)
+
+    def fitting(said: str) -> frozenset[str]:
+        """Those listed that `said` names: by a place or a name, else by a word of one name."""
+        narrowed = named_in(f"{asked} {said}", toolbox.home.entities, here=here, recent=recent)
+        fits = frozenset(e.entity_id for e in listed if narrowed.fits(e))
+        return (named_in(said, listed).closest or fits) if fits == ids else fits
+
+    said = answer.lower().replace(",", " ").split()
+    ordinal = next((_ORDINALS[w] for w in said if w in _ORDINALS), None)
+    # "Not the kids room, the other two", "all except the office one": those left, or of
+    # them those the rest of the answer names.
+    if (excepted := _EXCEPT.search(answer)) and 0 < len(out := fitting(excepted[1])) < len(ids):
+        rest = fitting(answer[: excepted.start()] + " " + answer[excepted.end() :]) - out
+        fitting_ids = rest if rest and len(rest) < len(ids - out) else ids - out
+    elif ordinal is not None and -len(listed) <= ordinal < len(listed):
         return replace(before, entity_ids=frozenset({listed[ordinal].entity_id}), kinds=(), every=False)
-    if listed and words & {"both", "all", "every", "each"}:
-        return replace(before, entity_ids=frozenset(e.entity_id for e in listed), kinds=(), every=True, anywhere=True)
-    narrowed = named_in(f"{asked} {answer}", toolbox.home.entities, here=here, recent=recent)
-    fitting = frozenset(e.entity_id for e in listed if narrowed.fits(e))
-    if len(fitting) == len(listed):  # "the shopping one": a word of one of their names
-        fitting = named_in(answer, listed).closest or fitting
-    if not listed or not 0 < len(fitting) < len(listed):
+    elif set(said) & {"both", "all", "every", "each"}:
+        return replace(before, entity_ids=ids, kinds=(), every=True, anywhere=True)
+    else:
+        fitting_ids = fitting(answer)
+    if not 0 < len(fitting_ids) < len(ids):
         return None
     # Those of the devices asked about that the answer names, and no other of their place.
-    several = len(fitting) > 1
+    several = len(fitting_ids) > 1
     nowhere = frozenset[str]()
     return replace(
         before,
-        entity_ids=fitting,
+        entity_ids=fitting_ids,
         areas=nowhere,
         floors=nowhere,
         kinds=(),

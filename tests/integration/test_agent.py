@@ -819,6 +819,28 @@ async def test_the_answer_to_which_one_is_taken_with_the_question(hass: HomeAssi
     assert second in grammar and not any(names[n] in grammar for n in listed if names[n] != second)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "all of them except the kitchen lights",
+        "not the kitchen lights, the others",
+        "everything but the kitchen lights",
+    ],
+)
+async def test_the_answer_to_which_one_may_except_one(hass: HomeAssistant, agent: MockConfigEntry, answer: str) -> None:
+    """ "Which light do you mean: A, B, …?" -> "not the kitchen lights, the others": every
+    light listed but that one may be switched (the 0.5B switched on just that one)."""
+    script(agent)
+    speech, conversation_id = await ask(hass, "Turn on the light")
+    listed = re.split(r", | or ", speech.removeprefix("Which light do you mean: ").removesuffix("?").rstrip("…"))
+    names = {s.name: s.entity_id for s in hass.states.async_all("light")}
+    engine = script(agent, "OK.")
+    await ask(hass, answer, conversation_id)
+    grammar = engine.requests[0].grammar or "" if engine.requests else ""
+    others = [names[n] for n in listed if n != "Kitchen Lights"]
+    assert len(others) > 1 and all(e in grammar for e in others) and "light.kitchen_lights" not in grammar
+
+
 async def test_the_answer_to_which_one_keeps_the_level_asked(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "Set the light to 40 %" -> "Which light?" -> "the second one": the level the request
     said may be written (its answer says none); a request that says none writes none."""

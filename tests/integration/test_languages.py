@@ -283,8 +283,12 @@ def test_a_value_is_said_by_a_number_or_the_languages_words_for_one() -> None:
         ("Pon la luz al 50", "es"),
         ("Baja la persiana a la mitad", "es"),
         ("Accendi la luce", "it"),
+        ("Turn the heating up to twenty", "en"),
+        ("the other two, two notches brighter", "en"),
     ):
         assert says_value(said, language), said
+    # How many devices is no value: "the other two", "all three".
+    assert not says_value("Not the kids room, the other two", "en") and not says_value("all three of them", "en")
 
 
 def test_a_reply_in_another_script_than_the_language_is_no_answer() -> None:
