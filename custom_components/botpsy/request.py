@@ -410,14 +410,17 @@ class Scope:
             fitting = [e for e in holders if e.domain == "calendar"]
         elif (
             not (named.entity_ids or named.areas or named.floors or named.kinds or named.domains)
-            and _TO_DO.search(self.utterance)
+            and (_TO_DO.search(self.utterance) or _BUYING.search(self.utterance))
             and not _WEEKDAY.search(self.utterance)
         ):
             # "What do I still have to do?", naming no list: the to-do list, of several the
-            # one that is not for shopping (a day's plans are a calendar's: not read here).
+            # one that is not for shopping (a day's plans are a calendar's: not read here);
+            # "what do I need from the shops?": the shopping list (below).
             lists = [e for e in holders if e.domain == "todo"]
             fitting = (
-                [e for e in lists if not _FOR_BUYING.search(f"{e.name} {e.entity_id}")] if len(lists) > 1 else lists
+                [e for e in lists if not _FOR_BUYING.search(f"{e.name} {e.entity_id}")]
+                if len(lists) > 1 and not _BUYING.search(self.utterance)
+                else lists
             )
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
@@ -456,7 +459,7 @@ _TO_DO = re.compile(
     re.I,
 )
 # Words of buying, and of the list of what to buy.
-_BUYING = re.compile(r"\b(?:buy|shop|shopping|store|supermarket|groceries|grocery)\b", re.I)
+_BUYING = re.compile(r"\b(?:buy|shops?|shopping|stores?|supermarkets?|groceries|grocery)\b", re.I)
 _FOR_BUYING = re.compile(r"shop|grocer", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").
 _WHEN = re.compile(

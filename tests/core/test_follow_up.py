@@ -302,6 +302,15 @@ def test_the_item_meant_is_the_one_its_words_say() -> None:
     assert items_meant(["Salt and vinegar crisps", "Milk"], "tick off the salt and vinegar crisps") == [
         "Salt and vinegar crisps"
     ]
+    # By their place as read, or all of them.
+    assert items_meant(shopping, "mark the first one as done") == ["Oat milk"]
+    assert items_meant(shopping, "tick off the last one") == ["Rye bread"]
+    assert items_meant(shopping, "I got them all, tick them all off") == shopping
+    assert items_meant(shopping, "tick off both") == []  # three were read
+    assert items_meant(shopping, "the first and the last are done") == ["Oat milk", "Rye bread"]
+    assert items_meant(shopping, "the fourth one is done") == []  # three were read
+    assert items_meant(shopping, "got the first two") == ["Oat milk", "Lemons"]
+    assert items_meant(shopping, "the last two are done") == ["Lemons", "Rye bread"]
 
 
 @pytest.mark.parametrize(

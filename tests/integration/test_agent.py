@@ -1278,13 +1278,14 @@ async def test_when_something_is_is_read_from_the_calendar(hass: HomeAssistant, 
     assert all(r.get("name") != "get_state" for r in tool_results(hass, conversation_id))
 
 
-async def test_what_to_buy_is_the_shopping_list(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+@pytest.mark.parametrize("question", ["What do I need to buy?", "What do I need from the shops?"])
+async def test_what_to_buy_is_the_shopping_list(hass: HomeAssistant, agent: MockConfigEntry, question: str) -> None:
     """ "What do I need to buy?" in a home with several lists: the shopping list, read
-    without the model (the 0.5B read the chores)."""
+    without the model (the 0.5B read the chores; for "from the shops", the lamps)."""
     hass.states.async_set("todo.chores", "2", {"friendly_name": "Chores"})
     async_expose_entity(hass, "conversation", "todo.chores", True)
     engine = script(agent)
-    speech, conversation_id = await ask(hass, "What do I need to buy?")
+    speech, conversation_id = await ask(hass, question)
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
     assert read == [("get_state", "todo.shopping_list")] and engine.requests == []
     assert speech.startswith(("Shopping List", "Shopping list"))
@@ -1299,6 +1300,23 @@ async def test_what_is_left_to_do_is_the_list_not_for_shopping(hass: HomeAssista
     _speech, conversation_id = await ask(hass, "What do I still have to do around the house?")
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
     assert read == [("get_state", "todo.chores")] and engine.requests == []
+
+
+async def test_an_item_said_by_its_place_in_the_list_read_is_ticked_off(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """ "Tick off the last one" after the list was read: the last item read, without the model."""
+    for item in ("Eggs", "Oat milk", "Lemons"):
+        await hass.services.async_call(
+            "todo", "add_item", {"entity_id": "todo.shopping_list", "item": item}, blocking=True
+        )
+    engine = script(agent)
+    _speech, conversation_id = await ask(hass, "What do I need to buy?")
+    await ask(hass, "tick off the last one", conversation_id)
+    assert await shopping_list(hass) == {"Eggs": "needs_action", "Oat milk": "needs_action", "Lemons": "completed"}
+    await ask(hass, "What do I need to buy?", conversation_id)
+    await ask(hass, "I got them all, tick them all off", conversation_id)
+    assert set((await shopping_list(hass)).values()) == {"completed"} and engine.requests == []
 
 
 async def test_an_item_said_done_after_reading_the_list_is_ticked_off(

@@ -511,14 +511,35 @@ def item_meant(items: Sequence[str], *texts: str) -> str | None:
 def items_meant(items: Sequence[str], *texts: str) -> list[str]:
     """The items of `items` the first of `texts` says, each once: several where it names
     several ("the rye bread and the lemons", each of its parts one item), else the one
-    `item_meant` finds; [] where none."""
+    `item_meant` finds, else those it says by their place as read ("the first one", "all of
+    them"); [] where none."""
     parts = [p for p in re.split(r",\s*|\s+and\s+", texts[0]) if item_words(p)] if texts else []
     if len(parts) > 1:
         each = [item_meant(items, part) for part in parts]
         if None not in each and len(set(each)) == len(each):
             return [item for item in each if item is not None]
-    one = item_meant(items, *texts)
-    return [one] if one is not None else []
+    if (one := item_meant(items, *texts)) is not None:
+        return [one]
+    # "Mark the first one done", "tick them all off": by their place in the list as read.
+    said = texts[0].lower() if texts else ""
+    if _ALL_ITEMS.search(said) or (len(items) == 2 and re.search(r"\bboth\b", said)):
+        return list(items)
+    if (first := _FIRST_FEW.search(said)) and (few := _FEW[first[2]]) <= len(items):
+        return list(items[:few] if first[1] == "first" else items[-few:])
+    places = [
+        p if p >= 0 else len(items) + p for w in re.findall(r"[a-z]+", said) if (p := _ITEM_PLACES.get(w)) is not None
+    ]
+    if places and min(places) >= 0 and max(places) < len(items) and len(set(places)) == len(places):
+        return [items[place] for place in places]
+    return []
+
+
+_ALL_ITEMS = re.compile(
+    r"\b(?:all of them|them all|all (?:the |those |these )?(?:items|things|ones)|everything|the lot)\b"
+)
+_FEW = {"two": 2, "three": 3, "four": 4}
+_FIRST_FEW = re.compile(r"\b(first|last) (two|three|four)\b")
+_ITEM_PLACES = {"first": 0, "top": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1, "bottom": -1}
 
 
 # "Switch it on then": the one word that points at a device, and the words around a
