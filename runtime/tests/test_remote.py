@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-import json
 import os
 from pathlib import Path
 import re
 from typing import Any
 
 import aiohttp
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 import pytest
 
 from botpsy_runtime import gbnf, remote
@@ -23,6 +20,7 @@ from botpsy_runtime.remote import RemoteEngine, RemoteOptions
 from scripts.testing.fault_proxy import FaultProxy, Mode
 from scripts.testing.grammar_check import GrammarChecker
 from scripts.testing.model_fixtures import serving_llama_server
+from scripts.testing.scripted_server import CUT, Answer, ScriptedServer, Split, end, token
 from scripts.testing.tiny_gguf import write_tiny_model
 
 from .generation import run
@@ -96,61 +94,35 @@ async def test_unreachable_server(session: aiohttp.ClientSession) -> None:
     assert not (await engine.async_health()).ok
 
 
-async def _fake_openai_server(handlers: dict[str, web.StreamResponse | object]) -> TestServer:
-    app = web.Application()
-    for path, handler in handlers.items():
-        app.router.add_route("*", path, handler)  # type: ignore[arg-type]
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    return server
-
-
 async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSession) -> None:
     """A server without llama-server's /props (Ollama, vLLM): chat only, no grammar."""
-
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"data": [{"id": "qwen3.5:0.8b"}]})
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        assert body["model"] == "qwen3.5:0.8b" and body["stream"] is True
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        chunks = [
-            {"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]},
-            {"choices": [{"delta": {"content": "lo"}}]},
-            {
-                "choices": [
-                    {
-                        "delta": {
-                            "tool_calls": [
-                                {"index": 0, "id": "c1", "function": {"name": "light_on", "arguments": '{"a"'}}
-                            ]
-                        }
+    chunks: Answer = [
+        {"choices": [{"delta": {"role": "assistant", "content": "Hel"}}]},
+        {"choices": [{"delta": {"content": "lo"}}]},
+        {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [{"index": 0, "id": "c1", "function": {"name": "light_on", "arguments": '{"a"'}}]
                     }
-                ]
-            },
-            {
-                "choices": [
-                    {
-                        "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]},
-                        "finish_reason": "tool_calls",
-                    }
-                ]
-            },
-            {
-                "choices": [],
-                "usage": {"prompt_tokens": 12, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 8}},
-            },
-        ]
-        for chunk in chunks:
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        return response
-
-    server = await _fake_openai_server({"/v1/models": models, "/v1/chat/completions": chat})
-    try:
-        engine = RemoteEngine(RemoteOptions(str(server.make_url("/v1"))), session)
+                }
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]},
+                    "finish_reason": "tool_calls",
+                }
+            ]
+        },
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 8}},
+        },
+    ]
+    async with ScriptedServer([chunks], native=False, models=["qwen3.5:0.8b"]) as server:
+        engine = RemoteEngine(RemoteOptions(server.url + "/v1"), session)
         await engine.async_load()
         assert not engine.supports_grammar
         with pytest.raises(EngineError, match="raw prompt"):
@@ -159,6 +131,8 @@ async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSe
             await engine.async_count_tokens("x")
         assert await engine.async_prefill("x") == Timings()
         events = [e async for e in engine.generate(GenerateRequest(messages=[{"role": "user", "content": "hi"}]))]
+        [body] = server.bodies
+        assert body["model"] == "qwen3.5:0.8b" and body["stream"] is True
         assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo"]
         call = events[-2]
         assert (getattr(call, "name", None), getattr(call, "arguments", None)) == ("light_on", '{"a": 1}')
@@ -169,44 +143,23 @@ async def test_plain_openai_server_takes_messages_only(session: aiohttp.ClientSe
             8,
             5,
         )
-    finally:
-        await server.close()
 
 
 async def test_server_dying_mid_stream_is_an_error(session: aiohttp.ClientSession) -> None:
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"data": [{"id": "m"}]})
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(b'data: {"choices": [{"delta": {"content": "Hi"}}]}\n\n')
-        assert request.transport is not None
-        request.transport.abort()
-        return response
-
-    server = await _fake_openai_server({"/v1/models": models, "/v1/chat/completions": chat})
-    try:
-        engine = RemoteEngine(RemoteOptions(str(server.make_url(""))), session)
+    answer: Answer = [{"choices": [{"delta": {"content": "Hi"}}]}, CUT]
+    async with ScriptedServer([answer], native=False) as server:
+        engine = RemoteEngine(RemoteOptions(server.url), session)
         await engine.async_load()
         with pytest.raises(EngineUnavailableError, match="closed the connection in the middle of its answer"):
             await run(engine, GenerateRequest(messages=[{"role": "user", "content": "hi"}]))
-    finally:
-        await server.close()
 
 
 async def test_api_key_refused(session: aiohttp.ClientSession) -> None:
-    async def models(request: web.Request) -> web.Response:
-        assert request.headers["Authorization"] == "Bearer wrong"
-        return web.json_response({"error": "unauthorized"}, status=401)
-
-    server = await _fake_openai_server({"/v1/models": models})
-    try:
-        engine = RemoteEngine(RemoteOptions(str(server.make_url("")), api_key="wrong"), session)
+    async with ScriptedServer(native=False, api_key="right") as server:
+        engine = RemoteEngine(RemoteOptions(server.url, api_key="wrong"), session)
         with pytest.raises(ModelLoadError, match="API key"):
             await engine.async_load()
-    finally:
-        await server.close()
+    assert {seen.authorization for seen in server.seen} == {"Bearer wrong"}
 
 
 @pytest.mark.parametrize(
@@ -249,65 +202,6 @@ async def test_server_faults_are_clear_errors_and_the_next_request_is_served(
         await proxy.async_close()
 
 
-class ScriptedLlamaServer:
-    """llama-server's native endpoints, answering from a script: each /completion streams
-    the next list of events, /tokenize splits as told; the bodies it got are kept."""
-
-    def __init__(
-        self, answers: list[list[dict[str, Any]]], splits: dict[str, list[tuple[int, str]]] | None = None
-    ) -> None:
-        self.answers = answers
-        self.splits = splits or {}
-        self.bodies: list[dict[str, Any]] = []
-        self.tokenized: list[str] = []
-        self.prompt_ids: list[int] = []  # none: the engine goes on sending the prompt's text
-        self.server: TestServer | None = None
-
-    async def __aenter__(self) -> str:
-        async def models(_request: web.Request) -> web.Response:
-            return web.json_response({"data": [{"id": "m"}]})
-
-        async def props(_request: web.Request) -> web.Response:
-            template = "{% for m in messages %}{{ m.content }}{% endfor %}"
-            return web.json_response({"chat_template": template, "default_generation_settings": {"n_ctx": 2048}})
-
-        async def completion(request: web.Request) -> web.StreamResponse:
-            self.bodies.append(await request.json())
-            await asyncio.sleep(0.02)  # as a server evaluates: the prompt's tokens come first
-            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await response.prepare(request)
-            for event in self.answers.pop(0):
-                await response.write(f"data: {json.dumps(event)}\n\n".encode())
-            return response
-
-        async def tokenize(request: web.Request) -> web.Response:
-            body = await request.json()
-            if not body.get("with_pieces"):  # the prompt's tokens: not part of the script
-                return web.json_response({"tokens": self.prompt_ids})
-            self.tokenized.append(body["content"])
-            split = self.splits[body["content"]]
-            return web.json_response({"tokens": [{"id": i, "piece": p} for i, p in split]})
-
-        self.server = await _fake_openai_server(
-            {"/v1/models": models, "/props": props, "/completion": completion, "/tokenize": tokenize}
-        )
-        return str(self.server.make_url(""))
-
-    async def __aexit__(self, *_exc: object) -> None:
-        assert self.server is not None
-        await self.server.close()
-
-
-def token(content: str, *ids: int) -> dict[str, Any]:
-    return {"content": content, "tokens": list(ids), "stop": False}
-
-
-def end(stop_type: str, predicted: int = 1, prompt_n: int = 1, cache_n: int = 0) -> dict[str, Any]:
-    timings = {"cache_n": cache_n, "prompt_n": prompt_n, "prompt_ms": 10.0}
-    timings |= {"predicted_n": predicted, "predicted_ms": 5.0}
-    return {"content": "", "tokens": [], "stop": True, "stop_type": stop_type, "timings": timings}
-
-
 async def generate_events(engine: RemoteEngine, request: GenerateRequest) -> tuple[list[str], Finished]:
     events = [e async for e in engine.generate(request)]
     finished = events[-1]
@@ -326,9 +220,8 @@ async def test_forced_text_is_appended_between_one_token_requests(session: aioht
     ]
     splits = {"abcdef": [(1, "a"), (2, "bcd"), (3, "ef")], "xghij": [(4, "x"), (5, "ghij")]}
     grammar = 'root ::= "a" "bcdef" ( "x" | "y" ) "ghij"'
-    server = ScriptedLlamaServer(script * 2, splits)
-    async with server as url:
-        engine = RemoteEngine(RemoteOptions(url), session)
+    async with ScriptedServer(script * 2, splits=splits) as server:
+        engine = RemoteEngine(RemoteOptions(server.url), session)
         await engine.async_load()
         pieces, finished = await generate_events(engine, GenerateRequest(prompt="P", grammar=grammar, max_tokens=20))
         again, _finished = await generate_events(engine, GenerateRequest(prompt="P", grammar=grammar, max_tokens=20))
@@ -354,13 +247,12 @@ def checker_free_accepts(grammar: str, text: str) -> bool:
 
 async def scripted(
     session: aiohttp.ClientSession,
-    script: list[list[dict[str, Any]]],
+    script: list[Answer],
     request: GenerateRequest,
-    splits: dict[str, list[tuple[int, str]]] | None = None,
+    splits: dict[str, Split] | None = None,
 ) -> tuple[list[str], Finished, list[dict[str, Any]]]:
-    server = ScriptedLlamaServer(script, splits)
-    async with server as url:
-        engine = RemoteEngine(RemoteOptions(url), session)
+    async with ScriptedServer(script, splits=splits) as server:
+        engine = RemoteEngine(RemoteOptions(server.url), session)
         await engine.async_load()
         pieces, finished = await generate_events(engine, request)
     assert not server.answers, "requests the script expected were not made"
@@ -376,10 +268,10 @@ async def test_a_text_answer_gets_the_rest_from_one_request(session: aiohttp.Cli
         [token(" wor", 8), token("ld.", 9), end("eos", predicted=3)],
     ]
     request = GenerateRequest(prompt="P", grammar='root ::= [a-z ]+ "."', max_tokens=30)
-    server = ScriptedLlamaServer(script)
+    server = ScriptedServer(script)
     server.prompt_ids = [100, 101]
-    async with server as url:
-        engine = RemoteEngine(RemoteOptions(url), session)
+    async with server:
+        engine = RemoteEngine(RemoteOptions(server.url), session)
         await engine.async_load()
         pieces, finished = await generate_events(engine, request)
     assert "".join(pieces) == "hello world." and finished.reason == "stop"
@@ -441,9 +333,8 @@ async def test_a_server_that_does_not_say_its_tokens_continues_from_text(session
         [{**token("bc", 2), "tokens": None}, end("eos")],
         [{**token("a", 1), "tokens": None}, {**token("bc", 2), "tokens": None}, end("eos", predicted=2)],
     ]
-    server = ScriptedLlamaServer(no_ids)
-    async with server as url:
-        engine = RemoteEngine(RemoteOptions(url), session)
+    async with ScriptedServer(no_ids) as server:
+        engine = RemoteEngine(RemoteOptions(server.url), session)
         await engine.async_load()
         request = GenerateRequest(prompt="P", grammar='root ::= "a" [b-c]+', max_tokens=10)
         assert (await run(engine, request))[0] == "abc"
@@ -464,9 +355,8 @@ async def test_text_it_does_not_follow_goes_on_under_the_servers_grammar(session
         [token("", 9), token("yb", 4), end("eos", predicted=2)],
     ]
     request = GenerateRequest(prompt="P", grammar='root ::= "a" "xy" [b-c]+', max_tokens=10)
-    server = ScriptedLlamaServer(script, {"axy": [(1, "a"), (2, "x"), (3, "y")]})
-    async with server as url:
-        engine = RemoteEngine(RemoteOptions(url), session)
+    async with ScriptedServer(script, splits={"axy": [(1, "a"), (2, "x"), (3, "y")]}) as server:
+        engine = RemoteEngine(RemoteOptions(server.url), session)
         await engine.async_load()
         assert (await run(engine, request))[0] == "axzb"
         assert (await run(engine, request))[0] == "axyb"

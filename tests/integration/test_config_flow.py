@@ -32,6 +32,7 @@ from custom_components.botpsy.const import (
     ENGINE_EMBEDDED,
     ENGINE_REMOTE,
 )
+from scripts.testing.scripted_server import ScriptedServer
 
 from .conftest import embedded_data, make_entry
 
@@ -172,24 +173,15 @@ async def test_remote_errors(hass: HomeAssistant, remote_data: dict[str, Any]) -
 
 
 async def test_remote_refused_key_and_not_openai(hass: HomeAssistant, socket_enabled: None) -> None:
-    async def models(request: web.Request) -> web.Response:
-        if request.headers.get("Authorization"):
-            return web.Response(status=401)
-        return web.Response(status=404, text="not here")
-
-    app = web.Application()
-    app.router.add_get("/v1/models", models)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
+    async with ScriptedServer(native=False, api_key="other") as server:
         form = await start_menu(hass, ENGINE_REMOTE)
-        url = str(server.make_url(""))
+        url = server.url
         result = await hass.config_entries.flow.async_configure(form["flow_id"], {CONF_URL: url, CONF_API_KEY: "k"})
         assert result["errors"] == {"base": "invalid_auth"}
+        server.api_key = None  # no key asked for, and no OpenAI API behind it
+        server.statuses["/v1/models"] = 404
         result = await hass.config_entries.flow.async_configure(form["flow_id"], {CONF_URL: url})
         assert result["errors"] == {"base": "not_openai_compatible"}
-    finally:
-        await server.close()
 
 
 async def test_reconfigure_embedded(hass: HomeAssistant, embedded_entry: MockConfigEntry, tmp_path: Path) -> None:
@@ -257,17 +249,8 @@ async def test_refused_api_key_asks_for_a_new_one(hass: HomeAssistant, socket_en
     """A server that stops accepting the key: setup fails as an auth failure, and the
     reauthentication flow takes a new key, checks it and reloads the entry."""
 
-    async def models(request: web.Request) -> web.Response:
-        if request.headers.get("Authorization") != "Bearer new":
-            return web.Response(status=401)
-        return web.json_response({"data": [{"id": "served"}]})
-
-    app = web.Application()
-    app.router.add_get("/v1/models", models)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        entry = make_entry({CONF_ENGINE: ENGINE_REMOTE, CONF_URL: str(server.make_url("")), CONF_API_KEY: "old"})
+    async with ScriptedServer(native=False, models=["served"], api_key="new") as server:
+        entry = make_entry({CONF_ENGINE: ENGINE_REMOTE, CONF_URL: server.url, CONF_API_KEY: "old"})
         entry.add_to_hass(hass)
         assert not await hass.config_entries.async_setup(entry.entry_id)
         assert entry.state is config_entries.ConfigEntryState.SETUP_ERROR
@@ -281,5 +264,3 @@ async def test_refused_api_key_asks_for_a_new_one(hass: HomeAssistant, socket_en
         assert entry.data[CONF_API_KEY] == "new"
         assert entry.state is config_entries.ConfigEntryState.LOADED
         await hass.config_entries.async_unload(entry.entry_id)
-    finally:
-        await server.close()
