@@ -13,22 +13,15 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import NamedTuple
 
 import aiohttp
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 import pytest
 
 from botpsy_runtime import download
 from botpsy_runtime.download import DownloadError
+from scripts.testing.model_host import ModelHost
 
 PAYLOAD = bytes(range(256)) * 8192  # 2 MiB
-
-
-class Hub(NamedTuple):
-    url: str
-    requests: list[str | None]  # Range header of each GET
 
 
 @pytest.fixture
@@ -37,46 +30,9 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-def hub_app(
-    payload: bytes, *, sha256: str, requests: list[str | None], cut_after: int | None = None
-) -> web.Application:
-    """`/{repo}/resolve/main/{file}`: HEAD gives size + LFS checksum, GET honours Range."""
-
-    async def resolve(request: web.Request) -> web.StreamResponse:
-        if request.match_info["file"] != "model.gguf":
-            return web.Response(status=404)
-        if request.method == "HEAD":
-            return web.Response(headers={"X-Linked-Size": str(len(payload)), "X-Linked-Etag": f'"{sha256}"'})
-        requests.append(request.headers.get("Range"))
-        start = int(request.headers["Range"].removeprefix("bytes=").rstrip("-")) if "Range" in request.headers else 0
-        response = web.StreamResponse(status=206 if start else 200)
-        response.content_length = len(payload) - start
-        await response.prepare(request)
-        body = payload[start:]
-        if cut_after is not None and not start:
-            await response.write(body[:cut_after])
-            assert request.transport is not None
-            request.transport.abort()
-            return response
-        await response.write(body)
-        return response
-
-    app = web.Application()
-    app.router.add_route("*", "/{org}/{repo}/resolve/main/{file}", resolve)
-    return app
-
-
-async def start(app: web.Application) -> TestServer:
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    return server
-
-
 async def test_download_verifies_and_reports_progress(session: aiohttp.ClientSession, tmp_path: Path) -> None:
-    requests: list[str | None] = []
-    server = await start(hub_app(PAYLOAD, sha256=hashlib.sha256(PAYLOAD).hexdigest(), requests=requests))
-    try:
-        url = download.hf_url("org/repo", "model.gguf", endpoint=str(server.make_url("")))
+    async with ModelHost(PAYLOAD) as host:
+        url = download.hf_url("org/repo", "model.gguf", endpoint=host.url)
         remote = await download.async_resolve(session, url)
         assert (remote.size, remote.sha256) == (len(PAYLOAD), hashlib.sha256(PAYLOAD).hexdigest())
         seen: list[tuple[int, int | None]] = []
@@ -87,18 +43,13 @@ async def test_download_verifies_and_reports_progress(session: aiohttp.ClientSes
         assert seen[-1] == (len(PAYLOAD), len(PAYLOAD))
         assert [d for d, _ in seen] == sorted(d for d, _ in seen)
         assert not (tmp_path / "models" / "model.gguf.part").exists()
-        assert requests == [None]
-    finally:
-        await server.close()
+        assert host.ranges == [None]
 
 
 async def test_interrupted_download_resumes(session: aiohttp.ClientSession, tmp_path: Path) -> None:
-    requests: list[str | None] = []
-    server = await start(
-        hub_app(PAYLOAD, sha256=hashlib.sha256(PAYLOAD).hexdigest(), requests=requests, cut_after=700_000)
-    )
-    try:
-        url = download.hf_url("org/repo", "model.gguf", endpoint=str(server.make_url("")))
+    async with ModelHost(PAYLOAD) as host:
+        host.cut_next = 700_000
+        url = download.hf_url("org/repo", "model.gguf", endpoint=host.url)
         remote = await download.async_resolve(session, url)
         dest = tmp_path / "model.gguf"
         with pytest.raises(DownloadError, match="resumes when retried"):
@@ -109,33 +60,21 @@ async def test_interrupted_download_resumes(session: aiohttp.ClientSession, tmp_
         assert 0 < have < len(PAYLOAD)
         await download.async_download(session, remote, dest)
         assert dest.read_bytes() == PAYLOAD
-        assert requests == [None, f"bytes={have}-"]
-    finally:
-        await server.close()
+        assert host.ranges == [None, f"bytes={have}-"]
 
 
 async def test_checksum_mismatch_leaves_nothing(session: aiohttp.ClientSession, tmp_path: Path) -> None:
-    server = await start(hub_app(PAYLOAD, sha256="0" * 64, requests=[]))
-    try:
-        remote = await download.async_resolve(
-            session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url("")))
-        )
+    async with ModelHost(PAYLOAD, sha256="0" * 64) as host:
+        remote = await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint=host.url))
         with pytest.raises(DownloadError, match="checksum"):
             await download.async_download(session, remote, tmp_path / "model.gguf")
         assert list(tmp_path.iterdir()) == []
-    finally:
-        await server.close()
 
 
 async def test_missing_file_and_unreachable_hub(session: aiohttp.ClientSession) -> None:
-    server = await start(hub_app(PAYLOAD, sha256="0" * 64, requests=[]))
-    try:
+    async with ModelHost(PAYLOAD) as host:
         with pytest.raises(DownloadError, match="No such file"):
-            await download.async_resolve(
-                session, download.hf_url("o/r", "other.gguf", endpoint=str(server.make_url("")))
-            )
-    finally:
-        await server.close()
+            await download.async_resolve(session, download.hf_url("o/r", "other.gguf", endpoint=host.url))
     with pytest.raises(DownloadError, match="Cannot reach"):
         await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint="http://127.0.0.1:9"))
 
@@ -143,19 +82,13 @@ async def test_missing_file_and_unreachable_hub(session: aiohttp.ClientSession) 
 async def test_not_enough_disk_space(
     session: aiohttp.ClientSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    requests: list[str | None] = []
-    server = await start(hub_app(PAYLOAD, sha256=hashlib.sha256(PAYLOAD).hexdigest(), requests=requests))
     real = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: real._replace(free=download.DISK_MARGIN + 1000))
-    try:
-        remote = await download.async_resolve(
-            session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url("")))
-        )
+    async with ModelHost(PAYLOAD) as host:
+        remote = await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint=host.url))
         with pytest.raises(DownloadError, match="Not enough disk space"):
             await download.async_download(session, remote, tmp_path / "model.gguf")
-        assert requests == []
-    finally:
-        await server.close()
+        assert host.ranges == []
 
 
 @contextmanager
@@ -173,12 +106,8 @@ def file_size_limit(limit: int) -> Iterator[None]:
 
 
 async def test_write_refused_midway_keeps_the_part_and_resumes(session: aiohttp.ClientSession, tmp_path: Path) -> None:
-    requests: list[str | None] = []
-    server = await start(hub_app(PAYLOAD, sha256=hashlib.sha256(PAYLOAD).hexdigest(), requests=requests))
-    try:
-        remote = await download.async_resolve(
-            session, download.hf_url("o/r", "model.gguf", endpoint=str(server.make_url("")))
-        )
+    async with ModelHost(PAYLOAD) as host:
+        remote = await download.async_resolve(session, download.hf_url("o/r", "model.gguf", endpoint=host.url))
         dest = tmp_path / "model.gguf"
         with file_size_limit(1_500_000), pytest.raises(DownloadError) as refused:
             await download.async_download(session, remote, dest)
@@ -194,9 +123,7 @@ async def test_write_refused_midway_keeps_the_part_and_resumes(session: aiohttp.
         # Room again: the download resumes where the disk stopped it, and is verified.
         await download.async_download(session, remote, dest)
         assert dest.read_bytes() == PAYLOAD
-        assert requests == [None, f"bytes={have}-"]
-    finally:
-        await server.close()
+        assert host.ranges == [None, f"bytes={have}-"]
 
 
 def test_hub_mirror_from_environment() -> None:

@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 import errno
-import hashlib
 import logging
 import os
 from pathlib import Path
@@ -38,7 +37,6 @@ import subprocess
 import time
 from typing import Any
 
-from aiohttp import web
 from homeassistant import loader
 from homeassistant.components import conversation
 from homeassistant.config_entries import SOURCE_USER, ConfigEntry, ConfigEntryState
@@ -55,6 +53,7 @@ from scripts.benchmark.server import LlamaServer
 from scripts.evaluation.agents import Agent, async_botpsy_agent
 from scripts.evaluation.home_loader import async_setup_base, ensure_homes_on_path
 from scripts.testing.fault_proxy import FaultProxy, Mode
+from scripts.testing.model_host import ModelHost
 from scripts.testing.tiny_gguf import write_tiny_model
 
 from .options import StressOptions
@@ -368,68 +367,6 @@ async def _remote_faults(options: StressOptions, work: Path) -> dict[str, dict[s
 # --- downloads -----------------------------------------------------------------------
 
 
-class Hub:
-    """A local stand-in for the Hugging Face hub serving one file, `org/repo/model.gguf`
-    (size and SHA-256 announced as the hub does), that can drop the connection or hold
-    the answer halfway."""
-
-    def __init__(self, payload: bytes) -> None:
-        self.payload = payload
-        self.ranges: list[str | None] = []
-        self.drop_next = False  # the next GET sends half the file, then drops the connection
-        self.hold_next = False  # the next GET sends half the file, then waits for `release`
-        self.halfway = asyncio.Event()
-        self.release = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self.url = ""
-
-    async def async_start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{org}/{repo}/resolve/main/{file}", self._resolve)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-
-    async def async_close(self) -> None:
-        self.release.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    async def _resolve(self, request: web.Request) -> web.StreamResponse:
-        if request.match_info["file"] != "model.gguf":
-            return web.Response(status=404)
-        headers = {
-            "X-Linked-Size": str(len(self.payload)),
-            "X-Linked-Etag": f'"{hashlib.sha256(self.payload).hexdigest()}"',
-        }
-        if request.method == "HEAD":
-            return web.Response(headers=headers)
-        self.ranges.append(request.headers.get("Range"))
-        start = int(request.headers["Range"].removeprefix("bytes=").rstrip("-")) if "Range" in request.headers else 0
-        response = web.StreamResponse(status=206 if start else 200)
-        response.content_length = len(self.payload) - start
-        await response.prepare(request)
-        body = self.payload[start:]
-        drop, hold = self.drop_next, self.hold_next
-        self.drop_next = self.hold_next = False
-        if drop or hold:
-            half = len(body) // 2
-            await response.write(body[:half])
-            self.halfway.set()
-            if hold:
-                await self.release.wait()
-                with suppress(ConnectionError):  # the client may have gone meanwhile
-                    await response.write(body[half:])
-                return response
-            assert request.transport is not None
-            request.transport.abort()
-            return response
-        await response.write(body)
-        return response
-
-
 async def _start_download(hass: HomeAssistant) -> str:
     """BotPsy's config flow, as a user fills it in: on this hub, the hub's model."""
     result = await hass.config_entries.flow.async_init(DOMAIN, context={"source": SOURCE_USER})
@@ -458,7 +395,7 @@ def _agent_id(hass: HomeAssistant, entry: ConfigEntry) -> str:
     )
 
 
-async def _resumed_download(hass: HomeAssistant, hub: Hub, dest: Path, payload: bytes) -> dict[str, Any]:
+async def _resumed_download(hass: HomeAssistant, hub: ModelHost, dest: Path, payload: bytes) -> dict[str, Any]:
     """Retry the download: it must resume from the kept part, verify, load and answer."""
     ranges = len(hub.ranges)
     result = await _finish_download(hass, await _start_download(hass))
@@ -508,10 +445,10 @@ async def _download_faults(options: StressOptions, work: Path) -> dict[str, dict
 
 
 @asynccontextmanager
-async def _serving_hub(options: StressOptions) -> AsyncIterator[tuple[Hub, bytes]]:
+async def _serving_hub(options: StressOptions) -> AsyncIterator[tuple[ModelHost, bytes]]:
     """The hub serving the instruct model, HA's downloads pointed at it meanwhile."""
     payload = await asyncio.to_thread(options.model.read_bytes)
-    hub = Hub(payload)
+    hub = ModelHost(payload)
     await hub.async_start()
     endpoint = download.HF_ENDPOINT
     download.HF_ENDPOINT = hub.url
@@ -522,8 +459,8 @@ async def _serving_hub(options: StressOptions) -> AsyncIterator[tuple[Hub, bytes
         await hub.async_close()
 
 
-async def _connection_lost(hass: HomeAssistant, hub: Hub, dest: Path, payload: bytes) -> dict[str, Any]:
-    hub.drop_next = True
+async def _connection_lost(hass: HomeAssistant, hub: ModelHost, dest: Path, payload: bytes) -> dict[str, Any]:
+    hub.cut_next = len(payload) // 2
     failed = await _finish_download(hass, await _start_download(hass))
     error = str((failed.get("description_placeholders") or {}).get("error", ""))
     figures = {"flow": str(failed.get("reason") or failed["type"]), "error": error, **_untouched(hass, dest)}
@@ -536,7 +473,7 @@ async def _connection_lost(hass: HomeAssistant, hub: Hub, dest: Path, payload: b
     return figures
 
 
-async def _disk_full(hass: HomeAssistant, hub: Hub, dest: Path, payload: bytes) -> dict[str, Any]:
+async def _disk_full(hass: HomeAssistant, hub: ModelHost, dest: Path, payload: bytes) -> dict[str, Any]:
     """The disk fills while the download runs: another writer takes the room left once the
     first half is written (the hub holds the second half until then)."""
     folder = dest.parent
@@ -563,7 +500,7 @@ async def _disk_full(hass: HomeAssistant, hub: Hub, dest: Path, payload: bytes) 
 
     hub.halfway.clear()
     hub.release.clear()
-    hub.hold_next = True
+    hub.hold_next = len(payload) // 2
     filling = asyncio.create_task(fill_when_halfway())
     try:
         failed = await _finish_download(hass, await _start_download(hass))
@@ -670,7 +607,7 @@ async def _stop_during_download(options: StressOptions, work: Path) -> dict[str,
     async with _serving_hub(options) as (hub, payload):
         async with running_hass(work / "config") as hass:
             dest = Path(hass.config.path(MODELS_DIR, "model.gguf"))
-            hub.hold_next = True
+            hub.hold_next = len(payload) // 2
             await _start_download(hass)
             async with asyncio.timeout(BOUND):
                 await hub.halfway.wait()

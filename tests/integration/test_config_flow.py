@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 from homeassistant import config_entries
 from homeassistant.const import CONF_NAME
 from homeassistant.core import HomeAssistant
@@ -32,6 +30,7 @@ from custom_components.botpsy.const import (
     ENGINE_EMBEDDED,
     ENGINE_REMOTE,
 )
+from scripts.testing.model_host import ModelHost
 from scripts.testing.scripted_server import ScriptedServer
 
 from .conftest import embedded_data, make_entry
@@ -99,28 +98,14 @@ async def test_embedded_same_file_twice(hass: HomeAssistant, embedded_entry: Moc
 @pytest.fixture
 async def hub(
     hass: HomeAssistant, tiny_model: Path, socket_enabled: None, monkeypatch: pytest.MonkeyPatch
-) -> TestServer:
+) -> AsyncIterator[ModelHost]:
     """A local stand-in for the hub serving the tiny model as org/repo/model.gguf."""
-    payload = tiny_model.read_bytes()
-
-    async def resolve(request: web.Request) -> web.StreamResponse:
-        if request.match_info["file"] != "model.gguf":
-            return web.Response(status=404)
-        headers = {"X-Linked-Size": str(len(payload)), "X-Linked-Etag": hashlib.sha256(payload).hexdigest()}
-        if request.method == "HEAD":
-            return web.Response(headers=headers)
-        return web.Response(body=payload)
-
-    app = web.Application()
-    app.router.add_route("*", "/{org}/{repo}/resolve/main/{file}", resolve)
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    monkeypatch.setattr(download, "HF_ENDPOINT", str(server.make_url("")))
-    yield server
-    await server.close()
+    async with ModelHost(tiny_model.read_bytes()) as host:
+        monkeypatch.setattr(download, "HF_ENDPOINT", host.url)
+        yield host
 
 
-async def test_embedded_download(hass: HomeAssistant, hub: TestServer, tiny_model: Path) -> None:
+async def test_embedded_download(hass: HomeAssistant, hub: ModelHost, tiny_model: Path) -> None:
     form = await start_menu(hass, ENGINE_EMBEDDED)
     result = await hass.config_entries.flow.async_configure(
         form["flow_id"], {CONF_HF_REPO: "org/repo", CONF_HF_FILE: "model.gguf"}
@@ -138,7 +123,7 @@ async def test_embedded_download(hass: HomeAssistant, hub: TestServer, tiny_mode
     assert await hass.config_entries.async_unload(result["result"].entry_id)
 
 
-async def test_embedded_download_fails(hass: HomeAssistant, hub: TestServer) -> None:
+async def test_embedded_download_fails(hass: HomeAssistant, hub: ModelHost) -> None:
     form = await start_menu(hass, ENGINE_EMBEDDED)
     result = await hass.config_entries.flow.async_configure(
         form["flow_id"], {CONF_HF_REPO: "org/repo", CONF_HF_FILE: "missing.gguf"}
