@@ -478,8 +478,12 @@ VERB_HOME = (
     HomeEntity("media_player.speaker", "Speaker", area="Den"),
     HomeEntity("valve.water", "Water Valve", area="Garden"),
     HomeEntity("climate.den", "Den Thermostat", area="Den"),
+    HomeEntity("cover.den_blind", "Den Blind", area="Den"),
 )
 VERB_TOOLS = (
+    Tool("cover", "", "open_cover", targets={"cover.den_blind": ()}),
+    Tool("cover", "", "close_cover", targets={"cover.den_blind": ()}),
+    Tool("cover", "", "set_cover_position", targets={"cover.den_blind": ()}),
     Tool("media_player", "", "turn_off", targets={"media_player.speaker": ()}),
     Tool("media_player", "", "volume_mute", targets={"media_player.speaker": ()}),
     Tool("media_player", "", "media_pause", targets={"media_player.speaker": ()}),
@@ -501,6 +505,12 @@ VERB_TOOLS = (
         # A value said, or no verb of the kind: the model chooses among them all.
         ("open the water valve to 20 %", {"valve.open_valve", "valve.set_valve_position", "get_state"}),
         ("lower the den thermostat", {"climate.turn_off", "climate.set_temperature"}),
+        # Of a cover, "raise" and "lower" open and close it (the 0.5B set it where it was).
+        ("roll down the den blind", {"cover.close_cover"}),
+        ("I'd like the den blind lowered", {"cover.close_cover"}),
+        ("pull the den blind down", {"cover.close_cover"}),
+        ("raise the den blind", {"cover.open_cover"}),
+        ("lower the den blind halfway", {"cover.open_cover", "cover.close_cover", "cover.set_cover_position"}),
         # A value said with no verb of ours is set (the 0.5B switched the thermostat off).
         ("turn the den thermostat down to 18", {"climate.set_temperature"}),
         (

@@ -367,9 +367,13 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
         ),
         _ON,
     ),
-    # Not "raise" or "lower": of a volume or a temperature they say more or less.
     (re.compile(r"\bopen\b"), (frozenset({"open_cover", "open_valve"}), frozenset({"turn_on"}))),
     (re.compile(r"\b(?:close|shut)\b"), (frozenset({"close_cover", "close_valve"}), frozenset({"turn_off"}))),
+    # "Raise" and "lower" of a cover open and close it ("roll down the shutters": the 0.5B
+    # set them where they were); of a volume or a temperature they say more or less, which
+    # a device with no such service is left to (`by_verb`).
+    (re.compile(r"\b(?:raised?|lift|(?:roll|pull|bring)(?:ed)? up)\b"), (frozenset({"open_cover"}),)),
+    (re.compile(r"\b(?:lower(?:ed)?|drop|(?:roll|pull|let|bring)(?:ed)? down)\b"), (frozenset({"close_cover"}),)),
     # "Lounge blinds down please", "the shutters up": a cover said with which way alone (the
     # 0.5B opened the blinds for "down").
     (re.compile(r"^\W*(?:[\w']+ ){1,4}down(?: please)?\W*$"), (frozenset({"close_cover"}),)),
@@ -552,7 +556,7 @@ def _services(text: str) -> tuple[frozenset[str], ...]:
         return LIST_DONE
     if _ADD.search(text):
         return LIST_ADD
-    said = [services for pattern, services in VERBS if pattern.search(text)]
+    said = list(dict.fromkeys(services for pattern, services in VERBS if pattern.search(text)))
     if not said and _SET_TO.search(text) and not _NOT_A_LEVEL.search(text):
         return VALUE_SERVICES
     if len(said) != 1 or _VALUE.search(text):
