@@ -10,6 +10,7 @@ changed); where they cannot be written exactly, the model has the request.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from homeassistant.components import conversation
@@ -29,6 +30,7 @@ from .core.follow_up import (
     items_meant,
     meant,
     moves,
+    option_corrected,
     relative_call,
     relative_change,
 )
@@ -141,6 +143,14 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
     # What it names now, without what the conversation named before (that is the turn before's).
     words = meant(scope.utterance) if correction else scope.utterance
     named = named_in(words, toolbox.home.entities, here=scope.here)
+    # "Sorry, I meant heat" ("heat" is also a word of the Heat Pump's name): the turn
+    # before's calls with the option said.
+    if (
+        correction
+        and not (named.entity_ids or named.areas or named.floors)
+        and (calls := option_corrected(done, partial(_options, toolbox), scope.utterance)) is not None
+    ):
+        return _valid(toolbox, calls)
     if correction and named.nothing:
         # "Sorry, I meant 22": the turn before's level, said again.
         asked = " ".join(c.content for c in before if isinstance(c, conversation.UserContent))
@@ -154,6 +164,13 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
         for entity_id in tool.targets if not tool.read_only else ():
             offered[entity_id] = offered.get(entity_id, frozenset()) | {tool.service}
     return _valid(toolbox, again_calls(done, targets, offered) or [])
+
+
+def _options(toolbox: Toolbox, call: ToolCall) -> dict[str, tuple[str, ...]]:
+    """The arguments of `call` that take one of a list of options, on its target."""
+    tool = next((t for t in toolbox.compiled if t.name == call.name and t.service == call.arguments.get(ACTION)), None)
+    params = tool.targets.get(str(call.arguments.get("entity_id")), ()) if tool else ()
+    return {p.name: p.options for p in params if p.type == "enum"}
 
 
 def changes_of(turn: Iterable[conversation.Content]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from custom_components.botpsy.core.follow_up import (
     item_meant,
     items_meant,
     meant,
+    option_corrected,
     relative_call,
     relative_change,
     said_by_name,
@@ -357,3 +358,16 @@ def test_a_bit_more_moves_the_level_the_turn_before_moved() -> None:
     assert further("A bit more", [{"entity_id": "light.lamp", "attributes": {"brightness": [None, 255]}}]) is None
     both = [*opened, *dimmed]
     assert further("A bit more", both) is None
+
+
+def test_a_correction_may_say_another_option() -> None:
+    """ "Sorry, I meant heat" after setting cool: the turn before's call with the option said."""
+    cool = ToolCall("climate", {"entity_id": "climate.hp", "action": "set_hvac_mode", "hvac_mode": "cool"})
+    modes = {"hvac_mode": ("off", "heat", "cool", "heat_cool")}
+    assert option_corrected([cool], lambda _call: modes, "sorry, I meant heat") == [
+        ToolCall("climate", {**cool.arguments, "hvac_mode": "heat"})
+    ]
+    assert option_corrected([cool], lambda _call: modes, "not cool, heat")[0].arguments["hvac_mode"] == "heat"  # type: ignore[index]
+    assert option_corrected([cool], lambda _call: modes, "no, heat cool")[0].arguments["hvac_mode"] == "heat_cool"  # type: ignore[index]
+    assert option_corrected([cool], lambda _call: modes, "no, the bedroom") is None  # no option said
+    assert option_corrected([cool], lambda _call: modes, "heat or off?") is None  # two

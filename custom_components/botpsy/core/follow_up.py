@@ -18,7 +18,7 @@ Everything else a follow-up says is left to the model, which reads the conversat
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 import re
 from typing import Any
@@ -406,6 +406,38 @@ def corrected_calls(before: Sequence[ToolCall], asked_before: str, correction: s
         return None
     level = int(value) if value.is_integer() and scale == 1 else value / scale
     return [ToolCall(c.name, {**c.arguments, key: level}) for c in before]
+
+
+def option_corrected(
+    before: Sequence[ToolCall], options: Callable[[ToolCall], Mapping[str, Sequence[str]]], correction: str
+) -> list[ToolCall] | None:
+    """ "Sorry, I meant heat" after "put the heat pump on cool": the turn before's calls with
+    the one option of theirs (`options`: a call's arguments that take one of a list) that the
+    correction says instead of the one set ("not cool, heat" too); None where it says none,
+    or several."""
+    text = f" {_plain(correction)} "
+    corrected, changed = [], False
+    for call in before:
+        arguments = dict(call.arguments)
+        for key, values in options(call).items():
+            if key not in arguments:
+                continue
+            said = {v for v in values if f" {_plain(v)} " in text}
+            # The longest said ("heat cool", not "heat"), and not the one the correction denies.
+            said = {v for v in said if not any(v != w and _plain(v) in _plain(w) for w in said)}
+            if len(said) > 1:
+                said.discard(str(arguments[key]))
+            if len(said) > 1:
+                return None
+            if said and (value := said.pop()) != arguments[key]:
+                arguments[key], changed = value, True
+        corrected.append(ToolCall(call.name, arguments))
+    return corrected if changed else None
+
+
+def _plain(text: str) -> str:
+    """Lower-case words alone: "heat_cool" is "heat cool"."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def _data(call: ToolCall) -> str:
