@@ -511,6 +511,15 @@ VERB_TOOLS = (
         ("pull the den blind down", {"cover.close_cover"}),
         ("raise the den blind", {"cover.open_cover"}),
         ("lower the den blind halfway", {"cover.open_cover", "cover.close_cover", "cover.set_cover_position"}),
+        ("draw back the den blind", {"cover.open_cover"}),
+        ("pull back the den blind", {"cover.open_cover"}),
+        ("put the den blind out", {"cover.open_cover"}),
+        ("retract the den blind", {"cover.close_cover"}),
+        ("bring the den blind in", {"cover.close_cover"}),
+        # "Hold the music", "kill the music": paused (or stopped), not played.
+        ("hold the music on the speaker", {"media_player.media_pause"}),
+        ("put the speaker on hold", {"media_player.media_pause"}),
+        ("kill the music on the speaker", {"media_player.media_pause"}),
         # A value said with no verb of ours is set (the 0.5B switched the thermostat off).
         ("turn the den thermostat down to 18", {"climate.set_temperature"}),
         (

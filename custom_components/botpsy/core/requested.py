@@ -357,7 +357,7 @@ _ON = (
     frozenset({"start"}),
 )
 VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
-    (re.compile(r"\b(?:off|deactivate|disable)\b"), _OFF),
+    (re.compile(r"\b(?:off|deactivate|disable|kill)\b"), _OFF),
     # "Turn on the X", "turn the X on", "X on": not the "on" of a place ("on the terrace").
     (
         re.compile(
@@ -372,8 +372,24 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     # "Raise" and "lower" of a cover open and close it ("roll down the shutters": the 0.5B
     # set them where they were); of a volume or a temperature they say more or less, which
     # a device with no such service is left to (`by_verb`).
-    (re.compile(r"\b(?:raised?|lift|(?:roll|pull|bring)(?:ed)? up)\b"), (frozenset({"open_cover"}),)),
-    (re.compile(r"\b(?:lower(?:ed)?|drop|(?:roll|pull|let|bring)(?:ed)? down)\b"), (frozenset({"close_cover"}),)),
+    # ... so do curtains drawn or pulled back, parted, and an awning put out or taken in
+    # ("draw back the curtains", "put the awning out": the 0.5B closed them).
+    (
+        re.compile(
+            r"\b(?:raised?|lift|(?:roll|pull|bring)(?:ed)? up|(?:draw|pull)(?:n|ed)? back|part|extend"
+            r"|(?:put|roll) out|(?:put|roll) (?:the )?[\w' ]{2,30}? out)\b"
+        ),
+        (frozenset({"open_cover"}),),
+    ),
+    (
+        re.compile(
+            r"\b(?:lower(?:ed)?|drop|(?:roll|pull|let|bring)(?:ed)? down|retract|(?:roll|bring|take) in"
+            r"|(?:roll|bring|take) (?:the )?[\w' ]{2,30}? in\W*$)"
+        ),
+        (frozenset({"close_cover"}),),
+    ),
+    # "Hold the music", "put the speaker on hold": paused, not played (the 0.5B played it).
+    (re.compile(r"\b(?:pause|hold)\b"), (frozenset({"media_pause"}),)),
     # "Lounge blinds down please", "the shutters up": a cover said with which way alone (the
     # 0.5B opened the blinds for "down").
     (re.compile(r"^\W*(?:[\w']+ ){1,4}down(?: please)?\W*$"), (frozenset({"close_cover"}),)),
@@ -530,7 +546,7 @@ def _says_option(words: str, option: str) -> bool:
 
 
 # What is said of an item on a list: it goes on, or is done ("tick that off").
-_ADD = re.compile(r"\b(?:add|put)\b.+\b(?:to|on|onto)\b")
+_ADD = re.compile(r"\b(?:add|put)\b.+\b(?:to|on|onto)\b(?! hold\b)")
 _DONE = re.compile(r"\b(?:tick|check|cross|mark)\b|\btake (?:it|that|them) off\b")
 LIST_ADD = (frozenset({"add_item"}),)
 LIST_DONE = (frozenset({"update_item"}),)
