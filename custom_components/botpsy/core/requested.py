@@ -373,17 +373,20 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     # set them where they were); of a volume or a temperature they say more or less, which
     # a device with no such service is left to (`by_verb`).
     # ... so do curtains drawn or pulled back, parted, and an awning put out or taken in
-    # ("draw back the curtains", "put the awning out": the 0.5B closed them).
+    # ("draw back the curtains", "put the awning out": the 0.5B closed them); curtains
+    # drawn are closed.
     (
         re.compile(
-            r"\b(?:raised?|lift|(?:roll|pull|bring)(?:ed)? up|(?:draw|pull)(?:n|ed)? back|part|extend"
-            r"|(?:put|roll) out|(?:put|roll) (?:the )?[\w' ]{2,30}? out)\b"
+            r"\b(?:raised?|lift|(?:roll|pull|bring)(?:ed)? up|(?:draw|pull)(?:n|ed)?\s+(?:[\w']+\s+){0,3}?back"
+            r"|part|extend|(?:put|roll) out|(?:put|roll) (?:the )?[\w' ]{2,30}? out)\b"
         ),
         (frozenset({"open_cover"}),),
     ),
     (
         re.compile(
             r"\b(?:lower(?:ed)?|drop|(?:roll|pull|let|bring)(?:ed)? down|retract|(?:roll|bring|take) in"
+            # "Draw the curtains" (not drawn back or open: the model's).
+            r"|draw(?:n|s)?\b(?!\s+(?:[\w']+\s+){0,3}?(?:back|apart|open))"
             r"|(?:roll|bring|take) (?:the )?[\w' ]{2,30}? in\W*$)"
         ),
         (frozenset({"close_cover"}),),
