@@ -104,7 +104,7 @@ class _ListUndo:
 
 def _list_undoing(call: ToolCall) -> list[_ListUndo]:
     """What undoes a to-do call (those offered: add and update): an added item comes off,
-    an item ticked off (or renamed) is as it was; nothing for any other call."""
+    an item ticked off (and renamed with it) is as it was; nothing for any other call."""
     args = call.arguments
     item, entity_id = args.get("item"), str(args.get("entity_id"))
     if call.name != "todo" or not item:
@@ -117,12 +117,12 @@ def _list_undoing(call: ToolCall) -> list[_ListUndo]:
             data: dict[str, Any] = {"item": now}
             if args.get("rename"):
                 data["rename"] = item
+            # Only a change of status changes the list's state (its count), so only that
+            # is a change to undo.
             if (status := args.get("status")) in ("completed", "needs_action"):
                 data["status"] = "needs_action" if status == "completed" else "completed"
-            if "status" not in data:
-                return [_ListUndo(entity_id, "update_item", data, "Renamed {item} back to {rename} on {list}.")]
-            done = "not done" if data["status"] == "needs_action" else "done"
-            return [_ListUndo(entity_id, "update_item", data, f"Put {{item}} back as {done} on {{list}}.")]
+                done = "not done" if status == "completed" else "done"
+                return [_ListUndo(entity_id, "update_item", data, f"Put {{item}} back as {done} on {{list}}.")]
     return []
 
 
