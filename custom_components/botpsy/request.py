@@ -1,17 +1,21 @@
 """One request to a BotPsy agent, from the user's words to the reply, in the order it runs.
 
-1. `async_handle_request`: a yes or no to a held call answers it (`confirmation`);
+1. `async_handle_request`: a yes or no to a held call answers it (`confirmation`), an undo
+   puts the last turn back (`undo`; a correction puts it back and goes on), and HA's own
+   intent matching reads the words (`language`, `exact.async_heard`);
 2. `Scope.of`: what the request is about, the shortlisted entities and what it names
-   (devices, areas, floors, kinds; "here" is the satellite's area). A request that no
-   device fits, that names none, or that could mean one of several is answered at once,
-   without the model;
-3. `_async_rounds`, each round: the prompt (`PromptBuilder`, stable prefix, the home's
+   (devices, areas, floors, kinds; "here" is the satellite's area);
+3. calls without the model: what HA's sentences read exactly (`exact`), or what a
+   follow-up says with the turn before (`follow_ups`); else an answer without the model:
+   `Scope.early_answer` (no device fits, none named, which of several) or `_async_read`
+   (a question about a list, a calendar, a forecast or a few devices of a kind);
+4. `_async_rounds`, each round: the prompt (`PromptBuilder`, stable prefix, the home's
    states block + the user's words) ->
    the engine generates under a grammar compiled from the tools that fit (`Generation`)
    -> calls parsed, refused or held for confirmation -> run through the ChatLog (the
    tools validate them against our schema, HA's service schema, exposure and the user's
    permissions, then HA executes them: `llm_api`, `service_calls`);
-4. the reply: what changed (`describe`), the states a question read (`describe_states`),
+5. the reply: what changed (`describe`), the states a question read (`describe_states`),
    or the model's own text, streamed as it came.
 
 `async_plan` walks the same path up to validation and runs nothing.
