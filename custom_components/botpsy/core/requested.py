@@ -392,7 +392,8 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
         (frozenset({"close_cover"}),),
     ),
     # "Hold the music", "put the speaker on hold": paused, not played (the 0.5B played it).
-    (re.compile(r"\b(?:pause|hold)\b"), (frozenset({"media_pause"}),)),
+    # (Not "hold on, switch off the lights": a wait, said before a verb of its own.)
+    (re.compile(r"\b(?:pause|hold)\b(?! on\b)"), (frozenset({"media_pause"}),)),
     # "Lounge blinds down please", "the shutters up": a cover said with which way alone (the
     # 0.5B opened the blinds for "down").
     (re.compile(r"^\W*(?:[\w']+ ){1,4}down(?: please)?\W*$"), (frozenset({"close_cover"}),)),
