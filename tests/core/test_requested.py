@@ -524,7 +524,7 @@ VERB_TOOLS = (
         ("hold the music on the speaker", {"media_player.media_pause"}),
         ("put the speaker on hold", {"media_player.media_pause"}),
         ("kill the music on the speaker", {"media_player.media_pause"}),
-        ("hold on, deactivate the speaker", {"media_player.turn_off"}),
+        ("hold on deactivate the speaker", {"media_player.turn_off"}),
         # A value said with no verb of ours is set (the 0.5B switched the thermostat off).
         ("turn the den thermostat down to 18", {"climate.set_temperature"}),
         (
