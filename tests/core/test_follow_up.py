@@ -177,6 +177,8 @@ def test_a_step_from_where_each_device_is() -> None:
         # A verb or a value of its own: a request of its own.
         ("And turn off the fan", False),
         ("Now set it to 20 degrees", False),
+        ("now pull it back down", False),
+        ("and draw them too", False),
         ("Is the kitchen light on too?", False),
         ("Turn on the kitchen light", False),
         ("The kitchen light", False),

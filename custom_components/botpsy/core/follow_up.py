@@ -303,7 +303,10 @@ _AGAIN = re.compile(
 _OWN_VERB = re.compile(
     r"\b(?:turn|switch|set|dim|brighten|make|play|pause|resume|stop|start|lock|unlock|open|close|shut|raise|lower"
     r"|increase|decrease|mute|unmute|skip|add|put|remove|clean|water|arm|disarm|activate|deactivate|run|trigger"
-    r"|off|enable|disable|is|are|what's|how's)\b|\d|%"
+    r"|off|enable|disable|is|are|what's|how's"
+    # ... and the verbs that open, close or pause ("now pull it back down" after rolling
+    # the awning up: done again, it opened it again).
+    r"|pull|roll|draw|drop|lift|extend|retract|bring|let|hold|kill|lowered|raised)\b|\d|%"
     # "On" as a verb's ("switch it on"), not a day's or a place's ("and on Saturday?").
     r"|\bon\b(?!\s+(?:\w+day|the|my|a)\b)",
     re.IGNORECASE,
