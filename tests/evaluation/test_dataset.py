@@ -39,6 +39,33 @@ def test_shared_suites() -> None:
     assert len(firsts.cases) == 1163 and thermostat in firsts.cases
 
 
+# The project's own suites (eval/): each loads, with every turn of its conversations.
+OWN = Path(__file__).resolve().parents[2] / "eval"
+
+
+@pytest.mark.parametrize(
+    "suite",
+    [
+        "follow-ups/dev",
+        "follow-ups/validation",
+        "generated/dev",
+        "generated/validation",
+        "home-contents",
+        "two-floors",
+        "languages/de",
+        "languages/fr",
+        "languages/es",
+        "validation",
+    ],
+)
+def test_own_suites_load(suite: str) -> None:
+    """A suite file that does not load is a dev set that silently measures less (two
+    blocks appended with YAML anchors of the same name once made one home unreadable)."""
+    loaded = load_suite(OWN / suite)
+    assert loaded.homes and loaded.cases
+    assert {c.home for c in loaded.cases} == {h.name for h in loaded.homes}
+
+
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
