@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 from contextlib import suppress
 import hashlib
-from typing import Self
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
+
+from .loopback import LoopbackServer
 
 
-class ModelHost:
+class ModelHost(LoopbackServer):
     """Serves `payload` as `name` in every repository; `ranges` is the `Range` header of
     each GET (None: from the start)."""
 
@@ -32,32 +32,16 @@ class ModelHost:
         self.hold_next: int | None = None  # the next GET sends this many bytes, then waits for `release`
         self.halfway = asyncio.Event()  # a GET has sent its part (set by `cut_next` and `hold_next`)
         self.release = asyncio.Event()
-        self._server: TestServer | None = None
 
-    @property
-    def url(self) -> str:
-        """The endpoint, as `HF_ENDPOINT` takes it."""
-        assert self._server is not None, "not started"
-        return str(self._server.make_url(""))
-
-    async def async_start(self) -> None:
+    def _app(self) -> web.Application:
+        """Its one route (its `url` is the endpoint, as `HF_ENDPOINT` takes it)."""
         app = web.Application()
         app.router.add_route("*", "/{org}/{repo}/resolve/main/{file}", self._resolve)
-        self._server = TestServer(app, host="127.0.0.1")
-        await self._server.start_server()
+        return app
 
     async def async_close(self) -> None:
         self.release.set()  # a held answer ends
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
-
-    async def __aenter__(self) -> Self:
-        await self.async_start()
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.async_close()
+        await super().async_close()
 
     async def _resolve(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["file"] != self.name:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Final, NamedTuple, Self
+from typing import Any, Final, NamedTuple
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from aiohttp.typedefs import Handler
+
+from .loopback import LoopbackServer
 
 Event = dict[str, Any]
 Split = list[tuple[int, str]]  # a text's tokens: (id, piece)
@@ -45,7 +46,7 @@ class Seen(NamedTuple):
     authorization: str | None
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """An OpenAI-compatible server answering from `answers`, llama-server's endpoints too
     when `native`; `bodies` are the generations' requests, `seen` every request."""
 
@@ -73,15 +74,9 @@ class ScriptedServer:
         self.delay = 0.02  # seconds before an answer, as a server evaluates the prompt first
         self.bodies: list[dict[str, Any]] = []
         self.seen: list[Seen] = []
-        self._server: TestServer | None = None
 
-    @property
-    def url(self) -> str:
-        """The server's root (without `/v1`)."""
-        assert self._server is not None, "not started"
-        return str(self._server.make_url(""))
-
-    async def async_start(self) -> None:
+    def _app(self) -> web.Application:
+        """Its routes (the root is the server's, without `/v1`)."""
         app = web.Application(middlewares=[self._gate])
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._generate)
@@ -90,20 +85,7 @@ class ScriptedServer:
             app.router.add_get("/health", self._health)
             app.router.add_post("/tokenize", self._tokenize)
             app.router.add_post("/completion", self._generate)
-        self._server = TestServer(app, host="127.0.0.1")
-        await self._server.start_server()
-
-    async def async_close(self) -> None:
-        if self._server is not None:
-            await self._server.close()
-            self._server = None
-
-    async def __aenter__(self) -> Self:
-        await self.async_start()
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.async_close()
+        return app
 
     @web.middleware
     async def _gate(self, request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -904,24 +904,29 @@ async def test_a_relative_follow_up_is_about_the_device_just_set(hass: HomeAssis
     assert speech == "HeatPump: temperature 20 → 21."
 
 
-async def test_a_correction_saying_another_mode_sets_that_mode(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    """ "Sorry, I meant dry" after setting the mode to heat: dry, without the model (the
-    0.5B set heat again, so nothing changed)."""
-    heat = ToolCall("climate", {"entity_id": "climate.hvac", "action": "set_hvac_mode", "hvac_mode": "heat"})
-    script(agent, XML.render(heat))
-    _speech, conversation_id = await ask(hass, "Put the hvac on heating")
-    assert hass.states.get("climate.hvac").state == "heat"  # type: ignore[union-attr]
+@pytest.mark.parametrize(
+    ("entity_id", "asked", "correction"),
+    [
+        ("climate.hvac", "Put the hvac on heating", "sorry, I meant dry"),
+        # ... also where the option is a word of the device's name ("heat" of the HeatPump).
+        ("climate.heatpump", "Switch the heatpump's mode to off", "no, I meant heat"),
+    ],
+)
+async def test_a_correction_saying_another_mode_sets_that_mode(
+    hass: HomeAssistant, agent: MockConfigEntry, entity_id: str, asked: str, correction: str
+) -> None:
+    """ "Sorry, I meant dry" after setting another mode: dry, without the model (the 0.5B
+    set the first mode again, so nothing changed)."""
+    meant = correction.split()[-1]
+    first = "off" if meant == "heat" else "heat"
+    script(
+        agent, XML.render(ToolCall("climate", {"entity_id": entity_id, "action": "set_hvac_mode", "hvac_mode": first}))
+    )
+    _speech, conversation_id = await ask(hass, asked)
+    assert hass.states.get(entity_id).state == first  # type: ignore[union-attr]
     engine = script(agent)
-    await ask(hass, "sorry, I meant dry", conversation_id)
-    assert hass.states.get("climate.hvac").state == "dry" and engine.requests == []  # type: ignore[union-attr]
-    # ... also where the option is a word of the device's name ("heat" of the HeatPump).
-    heat = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_hvac_mode", "hvac_mode": "off"})
-    script(agent, XML.render(heat))
-    _speech, conversation_id = await ask(hass, "Switch the heatpump's mode to off")
-    assert hass.states.get("climate.heatpump").state == "off"  # type: ignore[union-attr]
-    engine = script(agent)
-    await ask(hass, "no, I meant heat", conversation_id)
-    assert hass.states.get("climate.heatpump").state == "heat" and engine.requests == []  # type: ignore[union-attr]
+    await ask(hass, correction, conversation_id)
+    assert hass.states.get(entity_id).state == meant and engine.requests == []  # type: ignore[union-attr]
 
 
 async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(
