@@ -19,7 +19,7 @@ from homeassistant.components.conversation import trace
 from homeassistant.components.conversation.chat_log import async_subscribe_chat_logs
 from homeassistant.components.conversation.const import DATA_COMPONENT, ChatLogEventType
 from homeassistant.const import CONF_LLM_HASS_API, EVENT_CALL_SERVICE
-from homeassistant.core import Context, Event, HomeAssistant, callback
+from homeassistant.core import Context, Event, HomeAssistant, State, callback
 from homeassistant.helpers import entity_registry as er
 from homeassistant.helpers.target import TargetSelection, async_extract_referenced_entity_ids
 from pytest_homeassistant_custom_component.common import MockConfigEntry
@@ -54,6 +54,8 @@ class Turn:
     prompt_tokens: int = 0
     decoded_tokens: int = 0
     error: str | None = None
+    # The states an answer was about, where the agent says (HA's built-in agent does).
+    matched_states: list[State] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -131,7 +133,13 @@ class Agent:
         error = None
         if response.response_type == conversation.intent.IntentResponseType.ERROR:
             error = f"{response.error_code}: {reply}" if response.error_code else reply
-        turn = Turn(reply=reply, asks_back=result.continue_conversation, calls=_calls(contents), error=error)
+        turn = Turn(
+            reply=reply,
+            asks_back=result.continue_conversation,
+            calls=_calls(contents),
+            error=error,
+            matched_states=list(response.matched_states),
+        )
         # What the agent reported in the turn's trace, as HA's AI integrations report it.
         traces = trace.async_get_traces()
         for event in traces[-1].as_dict()["events"] if traces else ():

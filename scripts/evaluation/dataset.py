@@ -53,6 +53,9 @@ class Case:
     expect_changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     ignore_changes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     expect_response: tuple[str, ...] = ()
+    # Facts the reply must hold, every one (a question's answer as HA's handler matched it:
+    # states and numbers, as `expect_facts` in the file); empty: none.
+    expect_facts: str = ""
     intent: ExpectedIntent | None = None
     # The area of the device that heard the sentence, if the case says so.
     context_area: str | None = None
@@ -178,6 +181,7 @@ def _assist_home(folder: Path, suite_root: Path) -> HomeCases:
                         expect_changes=_changes(test.get("expect_changes")),
                         ignore_changes={str(k): tuple(v or ()) for k, v in (test.get("ignore_changes") or {}).items()},
                         expect_response=(response,) if isinstance(response, str) else tuple(map(str, response)),
+                        expect_facts=str(test.get("expect_facts") or ""),
                         context_area=test.get("context_area"),
                         # A group naming its entity and no end state asks to act on that entity.
                         target=str(test["entity_id"]) if "entity_id" in test and "expect_changes" not in test else None,

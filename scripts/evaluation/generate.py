@@ -10,8 +10,11 @@ class, the template's intent and slot combination ("HassTurnOff area_domain"), a
 as an assist-format suite for `scripts/eval`. Seeded: the same arguments give the same suite.
 
 A satellite's area ("turn off the lights here") is given as the case's `context_area`.
-Templates with wildcards (a song, a list item) and reads (questions) are left out: their
-outcome is not a state.
+Questions (`--intents HassGetState HassClimateGetTemperature HassGetWeather`) are asked of
+the home as its fixture leaves it: the expected end state is no change, and the reply must
+hold the facts of HA's answer (`expect_facts`: the states, or a thermostat's temperature, of
+what HA's handler matched), as the intents suites score a question. Templates with
+wildcards (a song, a list item) are left out.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from .agents import async_builtin_agent
 from .dataset import FIXTURES
 from .fixtures import HomeFixture, load_home
 from .home_loader import async_load_home, eval_hass, snapshot
-from .run import home_entities, restrict
+from .run import answer_facts, home_entities, restrict
 from .scoring import diff
 
 # The intents whose outcome is a change of state (not a question, a timer or a list item).
@@ -48,6 +51,8 @@ ACTING_INTENTS = (
     "HassFanSetSpeed", "HassMediaPause", "HassMediaUnpause", "HassMediaNext", "HassSetVolume",
     "HassVacuumStart", "HassVacuumReturnToBase",
 )  # fmt: skip
+# The intents that read: their outcome is an answer, and nothing changed.
+QUESTION_INTENTS = ("HassGetState", "HassClimateGetTemperature", "HassGetWeather")
 # States a case starts from, so that the intent has something to change.
 _START = {
     "HassTurnOn": {
@@ -190,7 +195,16 @@ async def async_generate(home: Path, out: Path, intent_names: tuple[str, ...], p
                 turn = await agent.async_ask(sentence, f"gen-{number}", device)
                 await hass.async_block_till_done()
                 changes = diff(before, restrict(snapshot(hass), entities))
-                if not changes or turn.error:
+                if turn.error:
+                    continue
+                if intent_name in QUESTION_INTENTS:
+                    if not changes:
+                        facts = " ".join(
+                            answer_facts(s.entity_id, s.state, dict(s.attributes)) for s in turn.matched_states
+                        )
+                        tests.append(_question(label, sentence, facts, area.area_id if area else None))
+                    continue
+                if not changes:
                     continue
                 # As the suites write it: the state, and the attributes apart.
                 expected = {
@@ -220,6 +234,16 @@ async def async_generate(home: Path, out: Path, intent_names: tuple[str, ...], p
         document = {"category": label, "tests": group}
         (target / f"{name}.yaml").write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))
     return len(tests)
+
+
+def _question(label: str, sentence: str, facts: str, area_id: str | None) -> dict[str, Any]:
+    """A question's case: nothing may change, and the reply holds HA's answer's facts."""
+    test: dict[str, Any] = {"class": label, "sentences": [sentence], "expect_changes": {}}
+    if facts:
+        test["expect_facts"] = facts
+    if area_id:
+        test["context_area"] = area_id
+    return test
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -135,7 +135,9 @@ async def expected_intent(
                 )
                 if response.response_type == intent.IntentResponseType.ERROR:
                     error = str(response.error_code)
-                facts = " ".join(_facts(s.entity_id, s.state, dict(s.attributes)) for s in response.matched_states)
+                facts = " ".join(
+                    answer_facts(s.entity_id, s.state, dict(s.attributes)) for s in response.matched_states
+                )
             except intent.MatchFailedError as err:
                 error = f"{type(err).__name__}: {err}"
                 primed = _primed(hass, err) if attempt == 0 else {}
@@ -163,7 +165,7 @@ def _primed(hass: HomeAssistant, err: intent.MatchFailedError) -> dict[str, Any]
     return {state.entity_id: {"state": wanted} for state in match.states} if match.is_match else {}
 
 
-def _facts(entity_id: str, state: str, attributes: Mapping[str, Any]) -> str:
+def answer_facts(entity_id: str, state: str, attributes: Mapping[str, Any]) -> str:
     """The values an answer about an entity must hold."""
     if entity_id.startswith("climate.") and attributes.get("current_temperature") is not None:
         return str(attributes["current_temperature"])
@@ -234,7 +236,7 @@ class _HomeRun:
         elif case.target:
             verdict = score_target(target_entity(fixture, case), outcome)
         else:
-            expectation = Expectation(case.expect_changes, case.ignore_changes, case.expect_response)
+            expectation = Expectation(case.expect_changes, case.ignore_changes, case.expect_response, case.expect_facts)
             verdict = score_end_state(before, after, expectation, outcome)
         return _Run(verdict, outcome, turn, latency, expected.error if expected else None)
 

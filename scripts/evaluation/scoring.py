@@ -74,6 +74,8 @@ class Expectation:
     ignore: Mapping[str, Iterable[str]] = field(default_factory=dict)
     # Words of which the reply must hold one (a question's answer); none: any reply.
     response: Iterable[str] = ()
+    # Facts the reply must hold, every one (states and numbers, as the intents suites check them).
+    facts: str = ""
 
 
 @dataclass(slots=True)
@@ -177,6 +179,8 @@ def score_end_state(before: Snapshot, after: Snapshot, expect: Expectation, outc
         return Verdict(False, Failure.APOLOGY, f"right state, but the reply apologises: {outcome.reply!r}", expected)
     if words and not any(w in outcome.reply.lower() for w in words):
         return Verdict(False, Failure.WRONG_ANSWER, f"the reply names none of {words}", expected)
+    if missing := _missing_facts(expect.facts, outcome.reply):
+        return Verdict(False, Failure.WRONG_ANSWER, f"the reply lacks {missing}", expected)
     return Verdict(True, None, "", expected)
 
 

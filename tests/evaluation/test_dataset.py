@@ -74,11 +74,13 @@ def write(path: Path, text: str) -> None:
 def test_assist_home_with_only_no_change_cases(tmp_path: Path) -> None:
     write(tmp_path / "home" / "_fixtures.yaml", "entities:\n  - {name: Porch, id: light.porch, state: 'off'}\n")
     write(tmp_path / "home" / "chat.yaml", "category: chat\ntests:\n  - sentences: [Tell me a joke, Hello]\n")
+    write(tmp_path / "home" / "ask.yaml", "tests:\n  - {sentences: [is the porch on], expect_facts: 'off'}\n")
     suite = load_suite(tmp_path)
     assert suite.format == "assist"
-    assert [(c.category, c.sentence, dict(c.expect_changes)) for c in suite.cases] == [
-        ("chat", "Tell me a joke", {}),
-        ("chat", "Hello", {}),
+    assert [(c.category, c.sentence, dict(c.expect_changes), c.expect_facts) for c in suite.cases] == [
+        ("ask", "is the porch on", {}, "off"),
+        ("chat", "Tell me a joke", {}, ""),
+        ("chat", "Hello", {}, ""),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.evaluation.fixtures import load_home
-from scripts.evaluation.generate import sample
+from scripts.evaluation.generate import QUESTION_INTENTS, sample
 
 HOME = Path(__file__).resolve().parents[2] / "eval" / "two-floors" / "_fixtures.yaml"
 
@@ -26,3 +26,10 @@ def test_samples_are_seeded_and_use_the_homes_names() -> None:
         if label.endswith("area_domain") and not here:
             assert any(area in text.lower() for area in areas), text
         assert "{" not in text and "<" not in text, text
+
+
+def test_questions_are_sampled_from_the_reading_templates() -> None:
+    fixture = load_home(HOME)
+    classes = {label for label, _text, _here in sample(fixture, QUESTION_INTENTS, 2, seed=3)}
+    # A device by its name and state, every one of a kind, an area's temperature.
+    assert {"HassGetState name_state", "HassGetState domain_state", "HassClimateGetTemperature area_only"} <= classes

@@ -89,6 +89,15 @@ def test_end_state_expected_response_words() -> None:
     )
 
 
+def test_end_state_expected_facts_are_every_one() -> None:
+    """A generated question: the reply must hold each fact of HA's answer (numbers as numbers)."""
+    expect = Expectation(facts="on 21.5")
+    assert score_end_state(BEFORE, after(), expect, Outcome({}, reply="Yes, the lamp is on; it is 21.50 °C.")).passed
+    lacking = score_end_state(BEFORE, after(), expect, Outcome({}, reply="The lamp is on."))
+    assert (lacking.failure, lacking.detail) == (Failure.WRONG_ANSWER, "the reply lacks ['21.5']")
+    assert not score_end_state(BEFORE, after(), expect, Outcome({}, reply="It is 21.5 and the lamp is one.")).passed
+
+
 SET_POSITION = Outcome({"cover.garage": {"current_position": 50, "state": "open"}}, targets={"cover.garage"})
 
 
