@@ -88,6 +88,14 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     # "Switch both off": no switch, the two lights (the 0.5B switched two switches off).
     switched = named_in("switch both off again", HOME, recent=["light.kitchen_cabinets", "light.garage"])
     assert switched.entity_ids == {"light.kitchen_cabinets", "light.garage"} and not switched.domains
+    # "That light" after one light: that one, not a question which light (nor every light).
+    that = named_in("put that light on again", HOME, recent=["fan.ceiling", "light.garage"])
+    assert that.entity_ids == {"light.garage"} and not that.all_that_fit
+    assert named_in("put that light on again", HOME, here="Kitchen", recent=["light.garage"]).entity_ids == {
+        "light.garage"
+    }
+    assert named_in("switch those lights off", HOME, recent=["light.kitchen_cabinets", "light.garage"]).all_that_fit
+    assert named_in("put the light on again", HOME, recent=["light.garage"]).kinds == ("light",)
     # "Switch it on" names no switch; "everything" somewhere the rules cannot read is not nothing.
     assert named_in("switch it on", HOME).nothing
     everything = named_in("switch off everything downstairs", HOME)

@@ -795,6 +795,30 @@ def _normalized(request: str, here: str | None, there: str | None = None) -> str
     return text
 
 
+# "That light", "those blinds", "the same lamp": a kind said of what was just about.
+_DEMONSTRATIVE = r"\b(?:that|this|those|these|the same)\s+"
+
+
+def _shown(
+    text: str,
+    kinds: list[str],
+    entities: tuple[HomeEntity, ...],
+    recent: tuple[str, ...],
+    services: tuple[frozenset[str], ...],
+) -> Named | None:
+    """The `recent` devices of a kind that `text` points at with a demonstrative ("that
+    light"), each of them meant; None if it points at none."""
+    said = [k for k in kinds if re.search(rf"{_DEMONSTRATIVE}{re.escape(k)}(?:e?s)?\b", text)]
+    shown = frozenset(e.entity_id for e in entities if e.entity_id in recent for k in said if KINDS[k](e))
+    several = len(shown) > 1
+    empty: frozenset[str] = frozenset()
+    return (
+        Named(shown, empty, empty, (), empty, every=several, anywhere=several, services=services, words=text)
+        if shown
+        else None
+    )
+
+
 def named_in(
     request: str,
     entities: Iterable[HomeEntity],
@@ -840,18 +864,24 @@ def named_in(
     areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
     if not (areas or floors):
         kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
+    services = _services(request.lower())
+    # "Put that light on again", "close those blinds": the devices of that kind the
+    # conversation was about, not every one of the kind (nor a question which), wherever heard.
+    shown = None if named or areas or floors else _shown(text, kinds, entities, recent, services)
     # A kind said without a place means the ones where the request was heard, if there
     # are any there (as HA's intents prefer the satellite's area).
-    if (
-        here
+    kind_here = (
+        not shown
+        and here
         and kinds
         and not (named or areas or floors)
         and any(e.area == here and KINDS[k](e) for e in entities for k in kinds)
-    ):
-        areas = frozenset({here})
+    )
+    areas = frozenset({here}) if kind_here and here else areas
     partly = frozenset() if named or areas or floors or is_social(request) else _named_by_part(text, entities)
-    services = _services(request.lower())
     if named or areas or floors or kinds:
+        if shown:
+            return shown
         said_all = bool(_EVERY.search(text))
         plural = any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
         # "And the towel heater" joins this request to the one before, not two in one.
