@@ -13,8 +13,9 @@ A satellite's area ("turn off the lights here") is given as the case's `context_
 Questions (`--intents HassGetState HassClimateGetTemperature HassGetWeather`) are asked of
 the home as its fixture leaves it: the expected end state is no change, and the reply must
 hold the facts of HA's answer (`expect_facts`: the states, or a thermostat's temperature, of
-what HA's handler matched), as the intents suites score a question. Templates with
-wildcards (a song, a list item) are left out.
+what HA's handler matched), as the intents suites score a question. A list item's wildcard
+is filled with things people put on lists (`WILDCARD_VALUES`); templates with other
+wildcards (a song, a message) are left out.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ from .scoring import diff
 ACTING_INTENTS = (
     "HassTurnOn", "HassTurnOff", "HassLightSet", "HassSetPosition", "HassClimateSetTemperature",
     "HassFanSetSpeed", "HassMediaPause", "HassMediaUnpause", "HassMediaNext", "HassSetVolume",
-    "HassVacuumStart", "HassVacuumReturnToBase",
+    "HassVacuumStart", "HassVacuumReturnToBase", "HassMediaPrevious", "HassMediaPlayerMute",
+    "HassMediaPlayerUnmute", "HassSetVolumeRelative", "HassListAddItem", "HassShoppingListAddItem",
 )  # fmt: skip
 # The intents that read: their outcome is an answer, and nothing changed.
 QUESTION_INTENTS = ("HassGetState", "HassClimateGetTemperature", "HassGetWeather")
@@ -63,9 +65,20 @@ _START = {
     "HassMediaPause": {"media_player": "playing"},
     "HassMediaUnpause": {"media_player": "paused"},
     "HassMediaNext": {"media_player": "playing"},
+    "HassMediaPrevious": {"media_player": "playing"},
+    "HassMediaPlayerMute": {"media_player": "playing"},
+    "HassMediaPlayerUnmute": {"media_player": "playing"},
+    "HassSetVolumeRelative": {"media_player": "playing"},
     "HassVacuumStart": {"vacuum": "docked"},
     "HassVacuumReturnToBase": {"vacuum": "cleaning"},
 }  # fmt: skip
+
+
+# What a wildcard of a list item is filled with: things people put on lists.
+WILDCARD_VALUES = {
+    "todo_list_item": ("milk", "dish soap", "olive oil", "call the plumber", "birthday card", "AA batteries"),
+    "shopping_list_item": ("eggs", "bananas", "paper towels", "coffee beans", "sparkling water", "rice"),
+}
 
 
 class _Unsampleable(Exception):
@@ -112,6 +125,8 @@ class _Sampler:
             return self.walk(self.rng.choice(slot_list.values).text_in)
         if isinstance(slot_list, RangeSlotList):
             return str(self.rng.choice(list(slot_list.get_numbers())))
+        if expression.list_name in WILDCARD_VALUES:
+            return self.rng.choice(WILDCARD_VALUES[expression.list_name])
         raise _Unsampleable(str(expression))
 
 
@@ -151,9 +166,8 @@ def sample(
                 {n for e in fixture.entities if not domains or e.domain in domains for n in (e.name, *e.aliases) if n}
             )
             lists["name"] = TextSlotList.from_strings(names)
-            sentences = [
-                s for s in intent_data.sentences if not set(s.list_names(rules)) & intent_data.wildcard_list_names
-            ]
+            unfilled = intent_data.wildcard_list_names - WILDCARD_VALUES.keys()
+            sentences = [s for s in intent_data.sentences if not set(s.list_names(rules)) & unfilled]
             if not sentences or ("floor" in combination and not fixture.floors):
                 continue
             here = "area" in (intent_data.requires_context or {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scripts.evaluation.fixtures import load_home
-from scripts.evaluation.generate import QUESTION_INTENTS, sample
+from scripts.evaluation.generate import QUESTION_INTENTS, WILDCARD_VALUES, sample
 
 HOME = Path(__file__).resolve().parents[2] / "eval" / "two-floors" / "_fixtures.yaml"
 
@@ -33,3 +33,11 @@ def test_questions_are_sampled_from_the_reading_templates() -> None:
     classes = {label for label, _text, _here in sample(fixture, QUESTION_INTENTS, 2, seed=3)}
     # A device by its name and state, every one of a kind, an area's temperature.
     assert {"HassGetState name_state", "HassGetState domain_state", "HassClimateGetTemperature area_only"} <= classes
+
+
+def test_list_items_fill_the_wildcard() -> None:
+    fixture = load_home(HOME.parents[1] / "home-contents" / "_fixtures.yaml")
+    sampled = sample(fixture, ("HassListAddItem",), 3, seed=1)
+    assert sampled
+    for _label, text, _here in sampled:
+        assert any(item in text for item in WILDCARD_VALUES["todo_list_item"]), text
