@@ -47,6 +47,12 @@ from custom_components.botpsy.core.home import HomeEntity
         ("reduce the fan speed", Relative("speed", False)),
         ("turn the heating down 2 degrees", Relative("temperature", False, 2)),
         ("bump up the volume", Relative("volume", True)),
+        # A bare number after the way or the level, as HA's sentences read it.
+        ("our TV volume down 28", Relative("volume", False, 28)),
+        ("turn up ground floor volume 15", Relative("volume", True, 15)),
+        ("down volume on the surround sound", Relative("volume", False)),
+        ("turn the volume up 5 on the speaker", Relative("volume", True, 5)),
+        ("turn down 2 lamps in the hall", Relative(None, False)),  # a count, not an amount
         # A verb of a device with a small amount; a way alone.
         ("dim it a little more", Relative("brightness", False)),
         ("lower the kitchen blinds a bit", Relative(None, False)),

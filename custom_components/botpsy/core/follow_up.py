@@ -97,7 +97,7 @@ _LEVEL_NOUNS = {
     "speed": "speed",
 }
 _MOVED_LEVEL = re.compile(
-    r"\b(?:(raise|increase|boost|up)|lower|decrease|reduce|drop)\s+(?:the\s+)?(?:[\w']+\s+){0,2}?"
+    r"\b(?:(raise|increase|boost|up)|lower|decrease|reduce|drop|down)\s+(?:the\s+)?(?:[\w']+\s+){0,2}?"
     rf"({'|'.join(_LEVEL_NOUNS)})\b"
 )
 # "Dim it a little", "close the blinds a bit", "raise them slightly", "increase it": a verb
@@ -131,6 +131,9 @@ _AMOUNT = re.compile(
     r"\b(\d+(?:[.,]\d+)?|one|two|three|four|five|ten|half a|a couple(?: of)?|couple of|a)\s*(?:more\s+|extra\s+)?"
     r"(?:°|degrees?|percent|%|points?)"
     r"|\bby (\d+(?:[.,]\d+)?|one|two|three|four|five|ten)\b"
+    # "Volume down 20", "turn up the kitchen volume 15": a bare number after the way or
+    # the level, as HA's sentences read it (points of a percentage, degrees).
+    r"|\b(?:up|down|increase|decrease|volume)\s+(\d+(?:[.,]\d+)?)(?=\s*(?:$|[.,!?]|(?:on|in|for|please)\b))"
 )
 # What asks for a new value outright ("set it to 40 %"): not relative, whatever else it says.
 _ABSOLUTE = re.compile(
@@ -212,7 +215,7 @@ def relative_change(text: str, language: str = "en") -> Relative | None:
         return None
     amount = None
     if match := _AMOUNT.search(said):
-        word = (match.group(1) or match.group(2)).replace(",", ".")
+        word = next(g for g in match.groups() if g).replace(",", ".")
         amount = float(_NUMBERS.get(word, word)) if word in _NUMBERS or word[0].isdigit() else None
     return Relative(next(iter(quantities), None), found[0].up, amount)
 
