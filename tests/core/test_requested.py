@@ -22,7 +22,7 @@ from custom_components.botpsy.core.requested import (
     said_fraction,
 )
 from custom_components.botpsy.core.shortlist import restrict
-from custom_components.botpsy.core.tools import OPTION_PARAMS, Tool, compile_tools
+from custom_components.botpsy.core.tools import OPTION_PARAMS, Param, Tool, compile_tools
 from scripts.testing.sample_home import generated_home, sample_home
 
 HOME = (
@@ -752,3 +752,44 @@ def test_full_of_a_device_is_all_of_its_level(
         for params in t.targets.values()
     }
     assert kept == offered
+
+
+ROBOTS = (
+    HomeEntity("lawn_mower.mowbot", "Mowbot", area="Garden"),
+    HomeEntity("vacuum.robi", "Robi", area="Hall"),
+    HomeEntity("light.dock", "Dock Light", area="Garden"),
+)
+
+
+@pytest.mark.parametrize(
+    ("request_", "services"),
+    [
+        # Sent out to work, or back to its base (the 0.5B docked a mower sent out).
+        ("send the mowbot out", (frozenset({"start", "start_mowing"}),)),
+        ("mow the lawn", (frozenset({"start", "start_mowing"}),)),
+        ("start cleaning", (frozenset({"start", "start_mowing"}),)),
+        ("send the mower back to its dock", (frozenset({"return_to_base", "dock"}),)),
+        ("dock the mowbot", (frozenset({"return_to_base", "dock"}),)),
+        ("send Robi home", (frozenset({"return_to_base", "dock"}),)),
+        ("return the vacuum to its base", (frozenset({"return_to_base", "dock"}),)),
+        # "Dock" of a name is no verb.
+        ("turn on the dock light", named_in("turn on the hall light", ROBOTS).services),
+    ],
+)
+def test_a_robot_sent_out_or_back(request_: str, services: tuple[frozenset[str], ...]) -> None:
+    assert named_in(request_, ROBOTS).services == services
+
+
+def test_a_humidity_said_is_the_one_set() -> None:
+    """ "The humidifier to 60 percent" sets its humidity to 60, not merely on (as the 0.5B did)."""
+    humidity = Param("humidity", "number", required=True, minimum=30, maximum=70)
+    tools = (
+        Tool("humidifier", "", "turn_on", targets={"humidifier.nursery": ()}),
+        Tool("humidifier", "", "set_humidity", targets={"humidifier.nursery": (humidity,)}),
+    )
+    levels = by_levels(tools, lambda _e: SaidLevels(share=0.6))
+    assert [(t.service, [(p.name, p.minimum, p.maximum) for p in t.targets["humidifier.nursery"]]) for t in levels] == [
+        ("set_humidity", [("humidity", 60.0, 60.0)])
+    ]
+    # No value said: the humidifier is switched on, not set.
+    assert [t.service for t in by_levels(tools, lambda _e: SaidLevels(levels=False))] == ["turn_on"]

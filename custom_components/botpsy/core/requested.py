@@ -348,14 +348,17 @@ _OFF = (
     frozenset({"turn_off"}),
     frozenset({"close_cover", "close_valve"}),
     frozenset({"media_stop", "media_pause"}),
-    frozenset({"stop", "return_to_base", "pause"}),
+    frozenset({"stop", "return_to_base", "dock", "pause"}),
 )
 _ON = (
     frozenset({"turn_on"}),
     frozenset({"open_cover", "open_valve"}),
     frozenset({"media_play"}),
-    frozenset({"start"}),
+    frozenset({"start", "start_mowing"}),
 )
+# A robot sent out to work, or back to its base.
+_SENT_OUT = (frozenset({"start", "start_mowing"}),)
+_SENT_BACK = (frozenset({"return_to_base", "dock"}),)
 VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     (re.compile(r"\b(?:off|deactivate|disable|kill)\b"), _OFF),
     # "Turn on the X", "turn the X on", "X on": not the "on" of a place ("on the terrace").
@@ -394,6 +397,16 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     # "Hold the music", "put the speaker on hold": paused, not played (the 0.5B played it).
     # (Not "hold on, switch off the lights": a wait, said before a verb of its own.)
     (re.compile(r"\b(?:pause|hold)\b(?! on\b)"), (frozenset({"media_pause"}),)),
+    # "Mow the lawn", "send the mower out", "send the vacuum home", "dock the mowbot" (the
+    # 0.5B docked a mower sent out, and read its area's state for "back to its dock").
+    (re.compile(r"\b(?:mow|send\s+(?:[\w']+\s+){0,3}?out)\b|\bstart (?:mowing|cleaning|vacuuming)\b"), _SENT_OUT),
+    (
+        re.compile(
+            r"^\W*dock\b|\bdock (?:the|it|them)\b|\bsend\s+(?:[\w']+\s+){0,3}?(?:back|home)\b"
+            r"|\breturn\s+(?:[\w']+\s+){0,3}?to\s+(?:its\s+|the\s+)?(?:dock|base|charger)\b"
+        ),
+        _SENT_BACK,
+    ),
     # "Lounge blinds down please", "the shutters up": a cover said with which way alone (the
     # 0.5B opened the blinds for "down").
     (re.compile(r"^\W*(?:[\w']+ ){1,4}down(?: please)?\W*$"), (frozenset({"close_cover"}),)),
@@ -410,7 +423,15 @@ _NOT_A_LEVEL = re.compile(r"\b(?:channel|track|song|episode|minutes?|hours?|seco
 # The services that set a value: a level, a temperature, a position, a volume, a speed.
 VALUE_SERVICES = (
     frozenset(
-        {"turn_on", "set_temperature", "set_cover_position", "set_valve_position", "volume_set", "set_percentage"}
+        {
+            "turn_on",
+            "set_temperature",
+            "set_cover_position",
+            "set_valve_position",
+            "volume_set",
+            "set_percentage",
+            "set_humidity",
+        }
     ),
 )
 
@@ -418,12 +439,21 @@ VALUE_SERVICES = (
 # The arguments that set a level: a call that must have one is not offered where no value
 # is said, and one that may have one is offered without it.
 LEVEL_PARAMS = frozenset(
-    {"brightness", "brightness_pct", "brightness_step_pct", "percentage", "position", "volume_level", "temperature"}
+    {
+        "brightness",
+        "brightness_pct",
+        "brightness_step_pct",
+        "percentage",
+        "position",
+        "volume_level",
+        "temperature",
+        "humidity",
+    }
 )
 
 
 # ... and those a share of the whole sets (in percent, or from 0 to 1 for a volume).
-_SHARE_PARAMS = {"brightness_pct": 100, "position": 100, "percentage": 100, "volume_level": 1}
+_SHARE_PARAMS = {"brightness_pct": 100, "position": 100, "percentage": 100, "volume_level": 1, "humidity": 100}
 # What brings a device all the way, with no level said.
 _ALL_THE_WAY = frozenset({"turn_on", "open_cover", "open_valve"})
 # A share of the whole said in words (no number): "down to a quarter", "three quarters
