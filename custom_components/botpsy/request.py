@@ -52,7 +52,7 @@ from .const import (
     DOMAIN,
     LOGGER,
 )
-from .core.follow_up import asks_its_own_action, is_again, meant, said_by_name, says_an_action
+from .core.follow_up import asks_its_own_action, is_again, meant, relative_change, said_by_name, says_an_action
 from .core.home import HomeEntity
 from .core.policy import (
     asks_both_ways,
@@ -79,6 +79,7 @@ from .language import (
     outdoors,
     read_in_language,
     reads_english,
+    said_share,
     says_value,
 )
 from .phrases import Phrases, async_phrases
@@ -172,7 +173,15 @@ def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
     levels = any(says_value(text, "en") for text in [utterance, *continued])
     parts = tuple(replace(part, levels=levels and says_value(part.words, "en")) for part in named.parts)
     share = said_fraction(utterance) if named.share is None else named.share
+    if share is None and not parts and relative_change(utterance) is None and not _BY_AMOUNT.search(utterance):
+        # "The nursery humidifier on 45 percent": the one number said in percent is the
+        # share set, as in the other languages (the 0.5B switched the humidifier on).
+        share = said_share(utterance, "en")
     return replace(named, levels=levels, parts=parts, share=share)
+
+
+# "Dim it by 20 %": an amount of a change, not the level.
+_BY_AMOUNT = re.compile(r"\bby\s+\d", re.IGNORECASE)
 
 
 def _pointed_at(named: Named, utterance: str, toolbox: Toolbox, here: str | None) -> HomeEntity | None:

@@ -780,6 +780,13 @@ def test_a_robot_sent_out_or_back(request_: str, services: tuple[frozenset[str],
     assert named_in(request_, ROBOTS).services == services
 
 
+def test_a_mower_is_a_kind() -> None:
+    """ "Send the mower back to its dock": the Mowbot, not the vacuum (as the 0.5B chose)."""
+    robots = ROBOTS[:2]
+    named = named_in("send the mower back to its dock", robots)
+    assert [e.entity_id for e in robots if named.fits(e)] == ["lawn_mower.mowbot"]
+
+
 def test_a_humidity_said_is_the_one_set() -> None:
     """ "The humidifier to 60 percent" sets its humidity to 60, not merely on (as the 0.5B did)."""
     humidity = Param("humidity", "number", required=True, minimum=30, maximum=70)

@@ -153,6 +153,25 @@ async def test_failed_repairs_end_with_an_honest_reply(hass: HomeAssistant, agen
     assert "Done!" not in speech
 
 
+async def test_a_share_said_in_percent_is_the_level_set(
+    hass: HomeAssistant, model_agent: MockConfigEntry, tiny_model: Path
+) -> None:
+    """ "The humidifier on 45 percent": the grammar allows its humidity at 45 and nothing else
+    (the 0.5B switched the humidifier on, which it already was, and set nothing)."""
+    call = XML.render(
+        ToolCall("humidifier", {"entity_id": "humidifier.humidifier", "action": "set_humidity", "humidity": 45})
+    )
+    engine = script(model_agent, call)
+    await ask(hass, "Put the humidifier on 45 percent")
+    assert hass.states.get("humidifier.humidifier").attributes["humidity"] == 45  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    checker = GrammarChecker(tiny_model)
+    assert checker.accepts(grammar, call)
+    switched = ToolCall("humidifier", {"entity_id": "humidifier.humidifier", "action": "turn_on"})
+    other = ToolCall("humidifier", {"entity_id": "humidifier.humidifier", "action": "set_humidity", "humidity": 50})
+    assert not checker.accepts(grammar, XML.render(switched)) and not checker.accepts(grammar, XML.render(other))
+
+
 async def test_shortlist_keeps_prompt_and_grammar_to_the_request(
     hass: HomeAssistant, model_agent: MockConfigEntry
 ) -> None:

@@ -87,6 +87,9 @@ KINDS: dict[str, Callable[[HomeEntity], bool]] = {
     "clean": _domains("vacuum"),
     "cleaning": _domains("vacuum"),
     "mop": _domains("vacuum"),
+    "mower": _domains("lawn_mower"),
+    "lawn mower": _domains("lawn_mower"),
+    "humidifier": _domains("humidifier"),
     "valve": _domains("valve"),
     # A sprinkler is a valve, or a switch its name says waters ("Smart Plug" does not).
     "sprinkler": lambda e: e.domain == "valve"
