@@ -74,6 +74,12 @@ from custom_components.botpsy.core.home import HomeEntity
         ("hmm, it's a bit too cold", Relative("temperature", True)),
         ("too loud", Relative("volume", False)),
         ("the reading light is too bright", Relative("brightness", False)),
+        # ... said without "too".
+        ("it's cold in the hallway", Relative("temperature", True)),
+        ("brr, the lounge is freezing", Relative("temperature", True)),
+        ("I can't hear the music in the kitchen", Relative("volume", True)),
+        ("I can't see a thing in the study", Relative("brightness", True)),
+        ("the cold tap is dripping", None),
         ("too bright, switch it off", None),  # asked otherwise
         ("it's too cold, put it back", None),
         # Not relative: a value said outright, or nothing that moves.

@@ -84,6 +84,18 @@ _TOO: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"\btoo loud\b"), "volume", False),
     (re.compile(r"\btoo slow\b"), "speed", True),
     (re.compile(r"\btoo fast\b"), "speed", False),
+    # Said without "too": "it's cold in the hallway", "brr, the lounge is freezing", "I
+    # can't hear the music" (the 0.5B set the heating's mode it had, or played what played).
+    (
+        re.compile(
+            r"\b(?:it'?s|it is|i'?m|i am|feels?|getting|is|are)\s+(?:(?:so|really|very|a bit|a little|quite|rather"
+            r"|pretty|absolutely)\s+)?(?:cold|freezing|chilly|icy|frozen)\b"
+        ),
+        "temperature",
+        True,
+    ),
+    (re.compile(r"\bcan(?:no|')?t (?:really )?hear\b"), "volume", True),
+    (re.compile(r"\bcan(?:no|')?t (?:really )?see\b"), "brightness", True),
 )
 # "Raise the temperature", "lower the kitchen volume a bit", "reduce the fan speed": a verb
 # that moves a level, and the level it names.
