@@ -51,6 +51,7 @@ OWN = Path(__file__).resolve().parents[2] / "eval"
         "generated/dev",
         "generated/validation",
         "home-contents",
+        "mill-house",
         "two-floors",
         "languages/de",
         "languages/fr",
