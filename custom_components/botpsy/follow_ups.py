@@ -30,6 +30,7 @@ from .core.follow_up import (
     items_meant,
     meant,
     moves,
+    moving,
     option_corrected,
     relative_call,
     relative_change,
@@ -100,9 +101,10 @@ def follow_up_calls(
 
 
 def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list[ToolCall] | None:
-    """ "A bit brighter": each device it is about, a step from its state now."""
+    """ "A bit brighter": each device it is about, a step from its state now ("it's cold
+    in the hallway": of the devices there that move its temperature)."""
     calls: list[ToolCall] = []
-    for entity in _targets(scope.toolbox, scope.named):
+    for entity in _targets(scope.toolbox, scope.named, moving(change.quantity)):
         if (quantity := moves(entity.domain)) is None or change.quantity not in (None, quantity):
             continue
         state = hass.states.get(entity.entity_id)

@@ -948,6 +948,18 @@ async def test_a_correction_saying_another_mode_sets_that_mode(
     assert hass.states.get(entity_id).state == meant and engine.requests == []  # type: ignore[union-attr]
 
 
+async def test_cold_said_of_a_place_warms_its_thermostat(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "It's cold in the den": a step warmer on the den's thermostat, without the model
+    (the 0.5B set the heating mode it already had); the light there is left alone."""
+    await async_put_in_den(hass, "climate.heatpump", "light.bed_light")
+    before = hass.states.get("climate.heatpump").attributes["temperature"]  # type: ignore[union-attr]
+    light = hass.states.get("light.bed_light")
+    engine = script(agent)
+    await ask(hass, "It's cold in the den")
+    assert hass.states.get("climate.heatpump").attributes["temperature"] > before  # type: ignore[union-attr]
+    assert hass.states.get("light.bed_light") == light and engine.requests == []
+
+
 async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:

@@ -265,6 +265,12 @@ def moves(domain: str) -> str | None:
     return level[0] if level else None
 
 
+def moving(quantity: str | None) -> frozenset[str]:
+    """The domains whose devices a change of `quantity` moves (none for a change that says
+    no quantity: "turn it up" in the kitchen could be anything there)."""
+    return frozenset(domain for domain, level in _LEVELS.items() if quantity is not None and level[0] == quantity)
+
+
 def relative_call(change: Relative, entity: HomeEntity, state: str, attributes: Mapping[str, Any]) -> ToolCall | None:
     """The call that moves `entity` (now `state`, with `attributes`) by `change`: a step
     from where it is, within its range; None if the change is not about what the device
