@@ -104,7 +104,9 @@ def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list
     """ "A bit brighter": each device it is about, a step from its state now ("it's cold
     in the hallway": of the devices there that move its temperature)."""
     calls: list[ToolCall] = []
-    for entity in _targets(scope.toolbox, scope.named, moving(change.quantity)):
+    # A place names its devices for sure; part of a name ("too dark by the bed") may not.
+    named = scope.named
+    for entity in _targets(scope.toolbox, named, moving(change.quantity) if named.areas or named.floors else ()):
         if (quantity := moves(entity.domain)) is None or change.quantity not in (None, quantity):
             continue
         state = hass.states.get(entity.entity_id)
