@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+import re
 
 from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
@@ -175,6 +176,10 @@ def _verb_of(part: str, reading: Recognized) -> str:
     return part[: min(starts)].strip() if starts else ""
 
 
+# A value missing from HA's own response template, as Python writes it.
+_UNFILLED = re.compile(r"\bNone\b")
+
+
 async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog, heard: Heard) -> str | None:
     """HA's own answer to a question its sentences read exactly ("is the kitchen window
     open?", "how many lights are on?", the weather): its intents that only read, handled
@@ -207,9 +212,14 @@ async def async_exact_answer(hass: HomeAssistant, chat_log: conversation.ChatLog
     response = await agent.async_handle_intents(
         user_input, chat_log, intent_filter=lambda result: result.intent.name not in handled
     )
-    if response is None or (response.response_type is intent.IntentResponseType.ERROR and not timer):
+    # Not where HA's response could not fill a value ("None °C" for a weather service with
+    # no reading): BotPsy reads the state itself.
+    if (
+        response is None
+        or (response.response_type is intent.IntentResponseType.ERROR and not timer)
+        or _UNFILLED.search(speech := str(response.speech.get("plain", {}).get("speech") or "").strip())
+    ):
         return None
-    speech = str(response.speech.get("plain", {}).get("speech") or "").strip()
     states = [*response.matched_states, *response.unmatched_states]
     if speech and heard.recognized.slots.get("state") and len(speech.split()) == 1 and len(states) == 1:
         # "Non" to "is the kitchen window open?": and how it is, as HA's frontend says it.

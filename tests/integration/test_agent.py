@@ -172,6 +172,18 @@ async def test_a_share_said_in_percent_is_the_level_set(
     assert not checker.accepts(grammar, XML.render(switched)) and not checker.accepts(grammar, XML.render(other))
 
 
+async def test_a_weather_answer_with_a_value_missing_is_read_by_botpsy(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """HA answers "None °C" for a weather service without a reading; BotPsy says its state."""
+    weather = sorted(s.entity_id for s in hass.states.async_all("weather"))[0]
+    async_expose_entity(hass, "conversation", weather, True)
+    hass.states.async_set(weather, "unknown", {"friendly_name": "Weather"})
+    script(agent, "The weather service has no reading right now.")
+    speech, _conversation_id = await ask(hass, "What's the weather like?")
+    assert "None" not in speech and speech.startswith("Weather is unknown."), speech
+
+
 async def test_shortlist_keeps_prompt_and_grammar_to_the_request(
     hass: HomeAssistant, model_agent: MockConfigEntry
 ) -> None:
