@@ -277,6 +277,8 @@ class Scope:
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         if earlier and recent and _OTHER.search(utterance):
             named = _the_other(toolbox, named, recent) or named
+        if reads_english(language) and (excepted := _ALL_BUT.search(utterance)):
+            named = _all_but(toolbox, utterance, excepted, here) or named
         if not reads_english(language):
             # BotPsy's word rules read English: HA's intent matching reads this language
             # (what it names, and whether it asks); unrecognised, the names said and a
@@ -600,6 +602,30 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
 
 
 _OTHER = re.compile(r"\bthe other\b", re.IGNORECASE)
+# "All the lights except the reading light", "every blind but the office one", "the
+# lights off but leave the lamp on": what is left out of every device said.
+_ALL_BUT = re.compile(
+    r"\b(?:except(?: for)?|apart from|other than|besides|save for|excluding|but(?: not)?(?: for)?)\s+"
+    r"(.+?)(?=[,;.!?]|$)",
+    re.IGNORECASE,
+)
+
+
+def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: str | None) -> Named | None:
+    """A request for every device of a kind or place but some (the 0.5B switched off the one
+    left out): each device it names without the clause, less those the clause names; None
+    where it is not such a request."""
+    entities = toolbox.home.entities
+    whole = named_in(utterance[: excepted.start()] + utterance[excepted.end() :], entities, here=here)
+    if not whole.all_that_fit:
+        return None
+    left_out = named_in(excepted[1], entities, here=here)
+    fitting = {e.entity_id for e in entities if whole.fits(e)}
+    out = {e.entity_id for e in entities if e.entity_id in fitting and left_out.fits(e) and not left_out.nothing}
+    if not out or not fitting - out:
+        return None
+    rest = frozenset(fitting - out)
+    return replace(whole, entity_ids=rest, areas=frozenset(), floors=frozenset(), kinds=(), every=True, anywhere=True)
 
 
 def _the_other(toolbox: Toolbox, named: Named, recent: list[str]) -> Named | None:

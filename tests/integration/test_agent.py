@@ -293,6 +293,21 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
     assert hass.states.get("light.office_rgbw_lights").state == "on"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    "request_", ["Turn off all the lights except the kitchen lights", "Switch off every light but the kitchen lights"]
+)
+async def test_every_device_but_those_left_out(hass: HomeAssistant, agent: MockConfigEntry, request_: str) -> None:
+    """ "All the lights except the kitchen lights": every other light, and not that one (the
+    0.5B switched off only the one left out)."""
+    await hass.services.async_call("light", "turn_on", {"entity_id": "all"}, blocking=True)
+    engine = script(agent, XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_off"})))
+    speech, _conversation_id = await ask(hass, request_)
+    for state in hass.states.async_all("light"):
+        assert state.state == ("on" if state.entity_id == "light.kitchen_lights" else "off"), (state.entity_id, speech)
+    # The grammar has no call on the light left out.
+    assert "light.kitchen_lights" not in (engine.requests[0].grammar or "")
+
+
 async def test_downstairs_is_the_floor_below(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """HA's sentences have no "downstairs": the lights of the ground floor, not every light."""
     floors = fr.async_get(hass)
