@@ -611,6 +611,12 @@ _ALL_BUT = re.compile(
 )
 
 
+# Words of a clause that name no device ("but not the bedside one").
+_NOT_NAMING = frozenset(
+    {"the", "a", "an", "one", "ones", "my", "our", "that", "this", "those", "these", "not", "please"}
+)
+
+
 def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: str | None) -> Named | None:
     """A request for every device of a kind or place but some (the 0.5B switched off the one
     left out): each device it names without the clause, less those the clause names; None
@@ -621,7 +627,16 @@ def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: st
         return None
     left_out = named_in(excepted[1], entities, here=here)
     fitting = {e.entity_id for e in entities if whole.fits(e)}
-    out = {e.entity_id for e in entities if e.entity_id in fitting and left_out.fits(e) and not left_out.nothing}
+    # "Except the lamp" among the lounge lights, "but the kitchen one": those whose names
+    # have the clause's words (every light is a lamp as a kind, and a speaker may be named
+    # Kitchen); else every one of them the clause fits.
+    words = set(re.findall(r"[a-z]+", excepted[1].lower())) - _NOT_NAMING
+    out = {
+        e.entity_id for e in entities if e.entity_id in fitting and words <= set(re.findall(r"[a-z]+", e.name.lower()))
+    }
+    out = (out if words else set()) or {
+        e.entity_id for e in entities if e.entity_id in fitting and left_out.fits(e) and not left_out.nothing
+    }
     if not out or not fitting - out:
         return None
     rest = frozenset(fitting - out)

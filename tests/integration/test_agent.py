@@ -294,7 +294,13 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
 
 
 @pytest.mark.parametrize(
-    "request_", ["Turn off all the lights except the kitchen lights", "Switch off every light but the kitchen lights"]
+    "request_",
+    [
+        "Turn off all the lights except the kitchen lights",
+        "Switch off every light but the kitchen lights",
+        # A kind that every light is, said of the one whose name has it.
+        "Turn off the lights except the kitchen one",
+    ],
 )
 async def test_every_device_but_those_left_out(hass: HomeAssistant, agent: MockConfigEntry, request_: str) -> None:
     """ "All the lights except the kitchen lights": every other light, and not that one (the
