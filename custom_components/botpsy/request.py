@@ -277,7 +277,7 @@ class Scope:
             named = named_in(" ".join(earlier), toolbox.home.entities, here=here, recent=recent)
         if earlier and recent and _OTHER.search(utterance):
             named = _the_other(toolbox, named, recent) or named
-        if reads_english(language) and (excepted := _ALL_BUT.search(utterance)):
+        if reads_english(language) and not answer and (excepted := _ALL_BUT.search(utterance)):
             named = _all_but(toolbox, utterance, excepted, here) or named
         if not reads_english(language):
             # BotPsy's word rules read English: HA's intent matching reads this language
@@ -602,8 +602,8 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
 
 
 _OTHER = re.compile(r"\bthe other\b", re.IGNORECASE)
-# "All the lights except the reading light", "every blind but the office one", "the
-# lights off but leave the lamp on": what is left out of every device said.
+# "All the lights except the reading light", "every blind but the office one": what is
+# left out of every device said.
 _ALL_BUT = re.compile(
     r"\b(?:except(?: for)?|apart from|other than|besides|save for|excluding|but(?: not)?(?: for)?)\s+"
     r"(.+?)(?=[,;.!?]|$)",
