@@ -94,6 +94,9 @@ def test_a_request_that_names_nothing_acts_on_what_its_words_point_at() -> None:
     assert named_in("put that light on again", HOME, here="Kitchen", recent=["light.garage"]).entity_ids == {
         "light.garage"
     }
+    # "This light", heard by a satellite, may be the one in its room: not read as the one before.
+    assert named_in("dim this light", HOME, recent=["light.garage"]).entity_ids == {"light.garage"}
+    assert named_in("dim this light", HOME, here="Kitchen", recent=["light.garage"]).entity_ids != {"light.garage"}
     assert named_in("switch those lights off", HOME, recent=["light.kitchen_cabinets", "light.garage"]).all_that_fit
     assert named_in("put the light on again", HOME, recent=["light.garage"]).kinds == ("light",)
     # "Switch it on" names no switch; "everything" somewhere the rules cannot read is not nothing.

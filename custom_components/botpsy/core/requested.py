@@ -828,28 +828,27 @@ def _normalized(request: str, here: str | None, there: str | None = None) -> str
     return text
 
 
-# "That light", "those blinds", "the same lamp": a kind said of what was just about.
-_DEMONSTRATIVE = r"\b(?:that|this|those|these|the same)\s+"
+# "That light", "those blinds", "the same lamp": a kind said of what was just about ("this
+# light" too, unless a satellite heard it: then it may be the one in its room).
+_DEMONSTRATIVE = r"\b(?:that|those|the same)\s+"
+_DEMONSTRATIVE_NEAR = r"\b(?:that|this|those|these|the same)\s+"
 
 
 def _shown(
-    text: str,
-    kinds: list[str],
-    entities: tuple[HomeEntity, ...],
-    recent: tuple[str, ...],
-    services: tuple[frozenset[str], ...],
-) -> Named | None:
+    text: str, kinds: list[str], entities: tuple[HomeEntity, ...], recent: tuple[str, ...], here: str | None
+) -> frozenset[str]:
     """The `recent` devices of a kind that `text` points at with a demonstrative ("that
-    light"), each of them meant; None if it points at none."""
-    said = [k for k in kinds if re.search(rf"{_DEMONSTRATIVE}{re.escape(k)}(?:e?s)?\b", text)]
-    shown = frozenset(e.entity_id for e in entities if e.entity_id in recent for k in said if KINDS[k](e))
-    several = len(shown) > 1
+    light"); none if it points at none."""
+    pointing = _DEMONSTRATIVE if here else _DEMONSTRATIVE_NEAR
+    said = [k for k in kinds if re.search(rf"{pointing}{re.escape(k)}(?:e?s)?\b", text)]
+    return frozenset(e.entity_id for e in entities if e.entity_id in recent for k in said if KINDS[k](e))
+
+
+def _each_of(entity_ids: frozenset[str], services: tuple[frozenset[str], ...], text: str) -> Named:
+    """What names exactly `entity_ids`, each of them meant."""
+    several = len(entity_ids) > 1
     empty: frozenset[str] = frozenset()
-    return (
-        Named(shown, empty, empty, (), empty, every=several, anywhere=several, services=services, words=text)
-        if shown
-        else None
-    )
+    return Named(entity_ids, empty, empty, (), empty, every=several, anywhere=several, services=services, words=text)
 
 
 def named_in(
@@ -900,7 +899,7 @@ def named_in(
     services = _services(request.lower())
     # "Put that light on again", "close those blinds": the devices of that kind the
     # conversation was about, not every one of the kind (nor a question which), wherever heard.
-    shown = None if named or areas or floors else _shown(text, kinds, entities, recent, services)
+    shown = frozenset() if named or areas or floors else _shown(text, kinds, entities, recent, here)
     # A kind said without a place means the ones where the request was heard, if there
     # are any there (as HA's intents prefer the satellite's area).
     kind_here = (
@@ -914,7 +913,7 @@ def named_in(
     partly = frozenset() if named or areas or floors or is_social(request) else _named_by_part(text, entities)
     if named or areas or floors or kinds:
         if shown:
-            return shown
+            return _each_of(shown, services, text)
         said_all = bool(_EVERY.search(text))
         plural = any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
         # "And the towel heater" joins this request to the one before, not two in one.
