@@ -63,7 +63,7 @@ from .core.policy import (
     undoes_only_a_change,
 )
 from .core.reply import describe, describe_states
-from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_in, said_fraction
+from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_by_every_word, named_in, said_fraction
 from .core.shortlist import shortlist
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
@@ -611,12 +611,6 @@ _ALL_BUT = re.compile(
 )
 
 
-# Words of a clause that name no device ("but not the bedside one").
-_NOT_NAMING = frozenset(
-    {"the", "a", "an", "one", "ones", "my", "our", "that", "this", "those", "these", "not", "please"}
-)
-
-
 def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: str | None) -> Named | None:
     """A request for every device of a kind or place but some (the 0.5B switched off the one
     left out): each device it names without the clause, less those the clause names; None
@@ -630,11 +624,7 @@ def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: st
     # "Except the lamp" among the lounge lights, "but the kitchen one": those whose names
     # have the clause's words (every light is a lamp as a kind, and a speaker may be named
     # Kitchen); else every one of them the clause fits.
-    words = set(re.findall(r"[a-z]+", excepted[1].lower())) - _NOT_NAMING
-    out = {
-        e.entity_id for e in entities if e.entity_id in fitting and words <= set(re.findall(r"[a-z]+", e.name.lower()))
-    }
-    out = (out if words else set()) or {
+    out = named_by_every_word(excepted[1], (e for e in entities if e.entity_id in fitting)) or {
         e.entity_id for e in entities if e.entity_id in fitting and left_out.fits(e) and not left_out.nothing
     }
     if not out or not fitting - out:

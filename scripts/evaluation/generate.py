@@ -213,9 +213,7 @@ async def async_generate(home: Path, out: Path, intent_names: tuple[str, ...], p
                     continue
                 if intent_name in QUESTION_INTENTS:
                     if not changes:
-                        facts = " ".join(
-                            answer_facts(s.entity_id, s.state, dict(s.attributes)) for s in turn.matched_states
-                        )
+                        facts = answer_facts(turn.matched_states)
                         tests.append(_question(label, sentence, facts, area.area_id if area else None))
                     continue
                 if not changes:

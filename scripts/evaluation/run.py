@@ -9,7 +9,7 @@ slots on the same reset home: what that changes and targets is the expected outc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 from unittest.mock import patch
 
 from homeassistant.components import conversation
-from homeassistant.core import Context, HomeAssistant
+from homeassistant.core import Context, HomeAssistant, State
 from homeassistant.helpers import entity_registry as er, intent
 from homeassistant.util import dt as dt_util
 
@@ -135,9 +135,7 @@ async def expected_intent(
                 )
                 if response.response_type == intent.IntentResponseType.ERROR:
                     error = str(response.error_code)
-                facts = " ".join(
-                    answer_facts(s.entity_id, s.state, dict(s.attributes)) for s in response.matched_states
-                )
+                facts = answer_facts(response.matched_states)
             except intent.MatchFailedError as err:
                 error = f"{type(err).__name__}: {err}"
                 primed = _primed(hass, err) if attempt == 0 else {}
@@ -165,11 +163,15 @@ def _primed(hass: HomeAssistant, err: intent.MatchFailedError) -> dict[str, Any]
     return {state.entity_id: {"state": wanted} for state in match.states} if match.is_match else {}
 
 
-def answer_facts(entity_id: str, state: str, attributes: Mapping[str, Any]) -> str:
-    """The values an answer about an entity must hold."""
-    if entity_id.startswith("climate.") and attributes.get("current_temperature") is not None:
-        return str(attributes["current_temperature"])
-    return state
+def answer_facts(states: Iterable[State]) -> str:
+    """The values an answer about `states` must hold: each state, or a thermostat's
+    current temperature."""
+    return " ".join(
+        str(s.attributes["current_temperature"])
+        if s.domain == "climate" and s.attributes.get("current_temperature") is not None
+        else s.state
+        for s in states
+    )
 
 
 async def _ask(

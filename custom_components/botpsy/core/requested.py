@@ -347,6 +347,8 @@ class Named:
 
 
 # What a verb asks of a device: groups of services, the first group a device has is meant.
+# A robot sent out to work, or back to its base.
+_SENT_OUT = (frozenset({"start", "start_mowing"}),)
 _OFF = (
     frozenset({"turn_off"}),
     frozenset({"close_cover", "close_valve"}),
@@ -357,10 +359,8 @@ _ON = (
     frozenset({"turn_on"}),
     frozenset({"open_cover", "open_valve"}),
     frozenset({"media_play"}),
-    frozenset({"start", "start_mowing"}),
+    _SENT_OUT[0],
 )
-# A robot sent out to work, or back to its base.
-_SENT_OUT = (frozenset({"start", "start_mowing"}),)
 _SENT_BACK = (frozenset({"return_to_base", "dock"}),)
 VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     (re.compile(r"\b(?:off|deactivate|disable|kill)\b"), _OFF),
@@ -670,6 +670,16 @@ def _said_words(text: str) -> set[str]:
     for kind in KINDS:
         text = _phrase(kind).sub(" ", text)
     return {_stem(w) for w in _WORDS.findall(text)} - _FILLER
+
+
+def named_by_every_word(text: str, entities: Iterable[HomeEntity]) -> frozenset[str]:
+    """The devices whose name (or an alias) has every word of `text` that may name one, kinds
+    included ("the kitchen one": Kitchen Lights; "the lamp": the Lounge Lamp, not every light);
+    none where it says no such word."""
+    said = {_stem(w) for w in _WORDS.findall(text.lower())} - _FILLER - {"one", "not"}
+    if not said:
+        return frozenset()
+    return frozenset(e.entity_id for e in entities if any(said <= set(_stems(n)) for n in (e.name, *e.aliases)))
 
 
 def _closest(text: str, entities: tuple[HomeEntity, ...], partly: frozenset[str]) -> frozenset[str]:
