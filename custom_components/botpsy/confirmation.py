@@ -23,7 +23,6 @@ from botpsy_runtime.formats import ToolCall
 from .const import DOMAIN
 from .core.policy import is_confirmation, is_refusal, needs_confirmation
 from .core.reply import describe
-from .generation import async_say
 from .language import reads_english
 from .phrases import Phrases, async_phrases
 from .service_calls import REPORTED_ATTRIBUTES, intent_outcome
@@ -112,15 +111,15 @@ def _asked(target: Target) -> str:
     return " ".join([verb, *rest, target.name])
 
 
-async def async_ask_confirmation(
+def hold_for_confirmation(
     hass: HomeAssistant,
     chat_log: conversation.ChatLog,
-    agent_id: str,
     held: Sequence[tuple[ToolCall, Risk]],
     phrases: Phrases | None = None,
-) -> None:
-    """Hold the calls for this conversation and ask the user about all of them (a question:
-    the conversation stays open), in the request's language (`phrases`, else English)."""
+) -> str:
+    """Hold the calls for this conversation; the question that asks the user about all of
+    them (a question: the conversation stays open), in the request's language (`phrases`,
+    else English)."""
     pending = []
     asked = []
     for call, risk in held:
@@ -129,10 +128,8 @@ async def async_ask_confirmation(
         asked += [_asked(t) for t in risk.risky]
     pending_actions(hass)[chat_log.conversation_id] = tuple(pending)
     if phrases is not None:
-        question = phrases.asked((t.domain, t.service, t.name) for _call, risk in held for t in risk.risky)
-    else:
-        question = f"To be safe, I ask first: do you want me to {' and '.join(asked)}?"
-    await async_say(chat_log, agent_id, question)
+        return phrases.asked((t.domain, t.service, t.name) for _call, risk in held for t in risk.risky)
+    return f"To be safe, I ask first: do you want me to {' and '.join(asked)}?"
 
 
 def _names(targets: Sequence[Target]) -> str:
@@ -141,8 +138,9 @@ def _names(targets: Sequence[Target]) -> str:
 
 async def async_answer_pending(
     hass: HomeAssistant, chat_log: conversation.ChatLog, agent_id: str, utterance: str, language: str = "en"
-) -> bool:
-    """Act on the call held in this conversation, if `utterance` answers it; True if it did.
+) -> str | None:
+    """Act on the call held in this conversation, if `utterance` answers it: the reply that
+    says what was done, or None where the utterance answers nothing.
 
     Anything but a yes or a no is another request, and the held call is dropped. A turn
     of another user in the same conversation answers nothing: it is a request of its own,
@@ -151,7 +149,7 @@ async def async_answer_pending(
     held = pending_actions(hass)
     pending = held.get(chat_log.conversation_id, ())
     if not pending or any(p.user_id != _user_id(chat_log) for p in pending):
-        return False
+        return None
     del held[chat_log.conversation_id]
     risky = [t for p in pending for t in p.risky]
     english = reads_english(language)
@@ -162,9 +160,8 @@ async def async_answer_pending(
             left = (
                 phrases.say("left_as_is", names=_names(risky)) if phrases else f"OK, I left {_names(risky)} as {are}."
             )
-            await async_say(chat_log, agent_id, left)
-            return True
-        return False
+            return left
+        return None
     toolbox = Toolbox.from_api(hass, chat_log.llm_api)
     sentences = []
     calls = []
@@ -201,5 +198,4 @@ async def async_answer_pending(
         # BotPsy's results say what changed; an intent's is seen against the states before.
         outcomes = [intent_outcome(hass, r, before) or r for r in results]
         sentences.append(phrases.done(outcomes) if phrases else describe(outcomes))
-    await async_say(chat_log, agent_id, " ".join(sentences))
-    return True
+    return " ".join(sentences)

@@ -40,7 +40,7 @@ from botpsy_runtime.engine import GenerateRequest, TextDelta
 from botpsy_runtime.errors import EngineError
 from botpsy_runtime.formats import CallFormat, ToolCall, detect_format
 
-from .confirmation import Risk, async_answer_pending, async_ask_confirmation, call_gate
+from .confirmation import Risk, async_answer_pending, call_gate, hold_for_confirmation
 from .const import (
     CONF_CONFIRM_RISKY,
     CONF_MAX_TOOL_ROUNDS,
@@ -94,16 +94,33 @@ if TYPE_CHECKING:
 
 
 async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, utterance: str) -> None:
-    """Answer the chat log's last turn: calls run through the ChatLog, then a reply."""
+    """Answer the chat log's last turn: calls run through the ChatLog, then the reply, said
+    here and nowhere else (None: the model's streamed text is the reply)."""
+    reply, scope = await _async_reply(agent, chat_log, utterance)
+    if reply:
+        await async_say(chat_log, agent.entity_id, reply)
+    # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
+    if (
+        scope is not None
+        and agent.warmup is not None
+        and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox))
+    ):
+        agent.warmup.async_prefill_conversation(prefix)
+
+
+async def _async_reply(
+    agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, utterance: str
+) -> tuple[str | None, Scope | None]:
+    """The request's path, top-down: its reply, and the scope it was read in (None where
+    it answered a held confirmation or undid the conversation's changes)."""
     language = chat_language(agent.hass, chat_log)
-    if await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance, language):
-        return
+    if (answer := await async_answer_pending(agent.hass, chat_log, agent.entity_id, utterance, language)) is not None:
+        return answer, None
     if (is_undo(utterance) and (last_changes(chat_log)[0] or not undoes_only_a_change(utterance))) or puts_back_by_name(
         agent.hass, chat_log, utterance
     ):
         undone = await async_undo(agent.hass, chat_log, _context(chat_log))
-        await async_say(chat_log, agent.entity_id, undone or "I have changed nothing in this conversation to undo.")
-        return
+        return undone or "I have changed nothing in this conversation to undo.", None
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     context = _context(chat_log)
@@ -155,11 +172,7 @@ async def async_handle_request(agent: BotPsyLLMEntity, chat_log: conversation.Ch
         last = chat_log.content[-1]
         streamed = last.content if reply is None and isinstance(last, conversation.AssistantContent) else None
         reply = f"{undone} {reply or streamed or ''}".strip()
-    if reply:
-        await async_say(chat_log, agent.entity_id, reply)
-    # A follow-up starts with this turn's history: the engine evaluates it meanwhile.
-    if agent.warmup is not None and (prefix := agent.prompts.next_turn_prefix(chat_log, scope.toolbox)):
-        agent.warmup.async_prefill_conversation(prefix)
+    return reply, scope
 
 
 def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
@@ -705,8 +718,8 @@ def _call_format(agent: BotPsyLLMEntity) -> CallFormat:
 async def _async_rounds(
     agent: BotPsyLLMEntity, chat_log: conversation.ChatLog, scope: Scope, exact: list[ToolCall] | None = None
 ) -> str | None:
-    """Generation rounds until the request is done; the reply, or None if the model's
-    text (already streamed) is the reply or a confirmation was asked for. `exact`: the
+    """Generation rounds until the request is done; the reply (a confirmation's question
+    too), or None if the model's text (already streamed) is the reply. `exact`: the
     first round's calls, as HA's sentences read the request (no model)."""
     rounds = _Rounds.start(agent, chat_log, scope)
     for number in range(rounds.limit + 1):
@@ -727,8 +740,7 @@ async def _async_rounds(
             stream = generation.stream(agent.engine, request)
         new, outcomes = await rounds.async_run(number, generation, request, stream)
         if generation.held:
-            await rounds.async_ask(generation, new)
-            return None
+            return rounds.ask(generation, new)
         if not generation.calls:
             parsed = generation.parsed
             if not failed and parsed is not None and parsed.errors and not parsed.content:
@@ -867,13 +879,14 @@ class _Rounds:
         ]
         return new, outcomes
 
-    async def async_ask(self, generation: Generation, new: list[dict[str, Any]]) -> None:
-        """Ask the user to confirm the calls the round held; whatever else ran is reported
-        with the question."""
-        agent, scope = self.agent, self.scope
+    def ask(self, generation: Generation, new: list[dict[str, Any]]) -> str:
+        """Hold the calls the round held for the user's yes: the question, after what else
+        the round did (one reply says both; HA speaks a turn's last words)."""
+        scope = self.scope
+        question = hold_for_confirmation(self.agent.hass, self.chat_log, generation.held, scope.phrases)
         if done := [r for r in new if is_action(scope.toolbox.compiled, r["name"])]:
-            await async_say(self.chat_log, agent.entity_id, scope.said_done(done))
-        await async_ask_confirmation(agent.hass, self.chat_log, agent.entity_id, generation.held, scope.phrases)
+            return f"{scope.said_done(done)} {question}"
+        return question
 
     def after(
         self, number: int, new: list[dict[str, Any]], outcomes: list[dict[str, Any] | None], *, has_request: bool

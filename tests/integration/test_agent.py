@@ -536,6 +536,20 @@ async def test_several_risky_calls_are_asked_together(hass: HomeAssistant, agent
         assert hass.states.get(entity_id).state == "unlocked", speech  # type: ignore[union-attr]
 
 
+async def test_what_ran_beside_a_held_call_is_said_with_the_question(
+    hass: HomeAssistant, agent: MockConfigEntry
+) -> None:
+    """One reply says both (HA speaks a turn's last words): the light that went on, then
+    the question about the lock that waits for the yes."""
+    light = XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"}))
+    script(agent, f"{light}\n{UNLOCK}")
+    speech, _conversation_id = await ask(hass, "Switch off the kitchen lights and unlock the front door")
+    assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
+    assert hass.states.get("lock.front_door").state == "locked"  # type: ignore[union-attr]
+    assert speech.startswith("Kitchen Lights: on → off."), speech
+    assert speech.endswith("do you want me to unlock Front Door?"), speech
+
+
 async def test_garage_door_is_asked_and_no_cancels(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     script(agent, XML.render(ToolCall("cover", {"entity_id": "cover.garage_door", "action": "open_cover"})))
     speech, conversation_id = await ask(hass, "Open the garage")
