@@ -568,6 +568,17 @@ async def test_unknown_domain_and_bad_values_do_not_crash(ha: HomeAssistant) -> 
     assert state(ha, "light.broken").state == "off"
 
 
+async def test_a_colour_of_whole_numbers_is_a_colour_not_feature_flags(ha: HomeAssistant) -> None:
+    """Only enum references are OR'ed into flags: a light's hs colour [345, 75] stays it."""
+    attributes = {"supported_color_modes": ["hs"], "color_mode": "hs", "brightness": 180, "hs_color": [345, 75]}
+    fixture = home_from_mapping(
+        {"entities": [{"name": "Hue", "id": "light.hue", "state": "on", "attributes": attributes}]}
+    )
+    await async_load_home(ha, fixture)
+    assert state(ha, "light.hue").attributes["hs_color"] == (345, 75)
+    assert state(ha, "light.hue").attributes["rgb_color"] == (255, 64, 112)
+
+
 async def test_two_homes_in_sequence(tmp_path: Path, enable_custom_integrations: None) -> None:
     """The harness's way: one fresh eval_hass per home, one after the other."""
     for number, name in enumerate(("Porch Light", "Desk Light")):

@@ -36,8 +36,9 @@ IGNORED_ATTRIBUTES = frozenset(
 def resolve_value(value: Any) -> Any:
     """An enum reference from a fixture (`domain.EnumClass.MEMBER`) as HA's value.
 
-    Lists of feature references become one int (the flags OR'ed), as HA stores them.
-    Unresolvable references stay as written (and are logged), never crash the load.
+    Lists of feature references become one int (the flags OR'ed), as HA stores them; a
+    list of plain numbers (a colour, a position) stays a list. Unresolvable references
+    stay as written (and are logged), never crash the load.
     """
     if isinstance(value, str):
         match = _ENUM_REF.match(value.strip())
@@ -54,7 +55,8 @@ def resolve_value(value: Any) -> Any:
         return int(resolved) if isinstance(resolved, enum.IntFlag | enum.IntEnum) else resolved.value
     if isinstance(value, list | tuple):
         items = [resolve_value(item) for item in value]
-        if items and all(isinstance(item, int) and not isinstance(item, bool) for item in items):
+        references = any(isinstance(item, str) and _ENUM_REF.match(item.strip()) for item in value)
+        if references and all(isinstance(item, int) and not isinstance(item, bool) for item in items):
             flags = 0
             for item in items:
                 flags |= item
