@@ -250,10 +250,9 @@ def _helper_config(fixture: EntityFixture) -> dict[str, Any]:
     state = fixture.state
     match fixture.domain:
         case "script":
-            return {
-                "alias": fixture.name,
-                "sequence": [{"event": SCRIPT_RUN_EVENT, "event_data": {"entity_id": fixture.entity_id}}],
-            }
+            # The run is recorded (an event), then the fixture's own steps, if it has any.
+            ran = {"event": SCRIPT_RUN_EVENT, "event_data": {"entity_id": fixture.entity_id}}
+            return {"alias": fixture.name, "sequence": [ran, *attributes.get("sequence", ())]}
         case "input_boolean":
             return {"name": fixture.name, "initial": state == "on"}
         case "input_number":

@@ -458,7 +458,7 @@ async def test_requests_joined_in_one_are_each_read_by_has_sentences(
     together without the model; a part without a verb takes the one before it."""
     engine = script(agent)
     speech, _ = await ask(hass, "Turn off the kitchen lights and then turn on the bed light")
-    assert speech == "Kitchen Lights: on → off. Bed Light: off → on, brightness 71 %."
+    assert speech == "Kitchen Lights: on → off. Bed Light: off → on, brightness 100 %."
     assert hass.states.get("light.kitchen_lights").state == "off"  # type: ignore[union-attr]
     assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
     await ask(hass, "Switch off the bed light and the ceiling lights")
@@ -759,7 +759,7 @@ async def test_a_question_has_sentences_read_gets_has_answer(hass: HomeAssistant
     before = {s.entity_id: s.state for s in hass.states.async_all(devices)}
     assert (await ask(hass, "Is the bed light on?"))[0] == "No, off"
     assert (await ask(hass, "Are the kitchen lights on?"))[0] == "Yes, Kitchen Lights: on."
-    assert (await ask(hass, "What is the temperature of the Ecobee?"))[0] == "23 degrees"
+    assert (await ask(hass, "What is the temperature of the Ecobee?"))[0] == "23.0 degrees"
     assert engine.requests == []
     assert (await ask(hass, "Will I need an umbrella today?"))[0] == "It is sunny."
     assert len(engine.requests) == 1
