@@ -144,6 +144,14 @@ def test_a_request_that_names_nothing_gets_a_polite_or_honest_answer() -> None:
         ("ok stop", False),  # a request of its own
         ("leave it on the kitchen light", False),
         ("great, now turn off the fan", False),
+        # ... after a no: nothing more is wanted (the 1.5B switched the lamp off again).
+        ("No, that's fine, thanks", True),
+        ("no thanks, that's all", True),
+        ("Nope, nothing else", True),
+        ("never mind", True),
+        ("no, the other one", False),
+        ("No, turn it off", False),
+        ("...", False),
     ],
 )
 def test_an_acknowledgement_asks_for_nothing(text: str, social: bool) -> None:

@@ -498,12 +498,15 @@ VERB_TOOLS = (
     Tool("media_player", "", "turn_off", targets={"media_player.speaker": ()}),
     Tool("media_player", "", "volume_mute", targets={"media_player.speaker": ()}),
     Tool("media_player", "", "media_pause", targets={"media_player.speaker": ()}),
+    Tool("media_player", "", "media_next_track", targets={"media_player.speaker": ()}),
+    Tool("media_player", "", "media_previous_track", targets={"media_player.speaker": ()}),
     Tool("valve", "", "open_valve", targets={"valve.water": ()}),
     Tool("valve", "", "set_valve_position", targets={"valve.water": ()}),
     Tool("climate", "", "turn_off", targets={"climate.den": ()}),
     Tool("climate", "", "set_temperature", targets={"climate.den": ()}),
     Tool("get_state", "", targets={"valve.water": ()}, read_only=True),
 )
+SPEAKER = {t.key for t in VERB_TOOLS if t.name == "media_player"}
 
 
 @pytest.mark.parametrize(
@@ -536,13 +539,15 @@ VERB_TOOLS = (
         ("put the speaker on hold", {"media_player.media_pause"}),
         ("kill the music on the speaker", {"media_player.media_pause"}),
         ("hold on deactivate the speaker", {"media_player.turn_off"}),
+        # The track, not the player: "skip" is the next one (the 1.5B went back one).
+        ("skip this song on the speaker", {"media_player.media_next_track"}),
+        ("the next track on the speaker please", {"media_player.media_next_track"}),
+        ("go back one song on the speaker", {"media_player.media_previous_track"}),
+        ("play the previous song on the speaker", {"media_player.media_previous_track"}),
         # A value said with no verb of ours is set (the 0.5B switched the thermostat off).
         ("turn the den thermostat down to 18", {"climate.set_temperature"}),
-        (
-            "turn the speaker up to 40 percent",
-            {"media_player.turn_off", "media_player.volume_mute", "media_player.media_pause"},
-        ),
-        ("turn on the speaker", {"media_player.turn_off", "media_player.volume_mute", "media_player.media_pause"}),
+        ("turn the speaker up to 40 percent", SPEAKER),
+        ("turn on the speaker", SPEAKER),
         # Each part of a request for several things by its own verb.
         ("turn off the speaker and open the water valve", {"media_player.turn_off", "valve.open_valve", "get_state"}),
     ],

@@ -274,9 +274,14 @@ _ONLY_SOCIAL = re.compile(
 
 # "Leave it there", "that's fine", "perfect, thanks": said of what was just done, which
 # stays as it is (the 0.5B switched the heating off for "leave it there").
+# ... and said after a no ("no, that's fine, thanks", "no thanks, that's all"): nothing more
+# is wanted (the 1.5B switched off the lamp it had just switched on).
 _ACKNOWLEDGED = re.compile(
-    r"\W*(?:ok(?:ay)?|great|perfect|lovely|fine|(?:that's|that is) (?:fine|good|great|perfect|enough|it)"
-    r"|leave it(?: there| like that| as it is| at that| be)?)(?:[\s,]+(?:thanks|thank you|then|for now))?\W*",
+    r"(?=.*\w)\W*(?:(?:no|nah|nope)(?:[\s,]+(?:thanks|thank you))?(?:[\s,.!]+|$))?"
+    r"(?:ok(?:ay)?|great|perfect|lovely|fine|all good|never ?mind|nothing else|no need"
+    r"|(?:that's|that is|that'll be) (?:fine|good|great|perfect|enough|it|all)"
+    r"|leave it(?: there| like that| as it is| at that| be)?)?"
+    r"(?:[\s,]+(?:thanks|thank you|then|for now))?\W*",
     re.IGNORECASE,
 )
 

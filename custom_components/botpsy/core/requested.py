@@ -410,6 +410,15 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
         ),
         _SENT_BACK,
     ),
+    # "Skip this song", "the next track", "back one song": the track, not the player (the
+    # 1.5B went back a song for "skip").
+    (re.compile(r"\b(?:skip(?! back)|next (?:song|track|episode|chapter))\b"), (frozenset({"media_next_track"}),)),
+    (
+        re.compile(
+            r"\b(?:skip back|(?:previous|prior|last) (?:song|track|episode|chapter)|back (?:a|one) (?:song|track))\b"
+        ),
+        (frozenset({"media_previous_track"}),),
+    ),
     # "Lounge blinds down please", "the shutters up": a cover said with which way alone (the
     # 0.5B opened the blinds for "down").
     (re.compile(r"^\W*(?:[\w']+ ){1,4}down(?: please)?\W*$"), (frozenset({"close_cover"}),)),
