@@ -2,7 +2,7 @@
 
 Its devices are HA's `demo` ones, written in the evaluation fixture format and modelled by
 the evaluation home's entities (scripts/evaluation/home_loader), whose services change
-state as devices do; every entity is exposed to Assist.
+state as devices do. All are exposed to Assist but `NOT_EXPOSED`.
 """
 
 from __future__ import annotations
