@@ -41,4 +41,14 @@ def test_value_rules_of_booleans_and_numbers(checker: GrammarChecker) -> None:
     assert not accepts(bounded, "0") and not accepts(bounded, "11")
     number = scalar_rule("number", 0, 1)
     assert accepts(number, "0.25") and accepts(number, "1.0") and not accepts(number, "1.5")
+    # Below zero too: a freezer's -25..-15, a thermostat's -10..35 (not any 6-digit number).
+    freezer = scalar_rule("number", -25, -15)
+    assert accepts(freezer, "-18.5") and accepts(freezer, "-25") and accepts(freezer, "-15.0")
+    assert not accepts(freezer, "-14") and not accepts(freezer, "-26") and not accepts(freezer, "18")
+    outdoor = scalar_rule("number", -10, 35)
+    assert accepts(outdoor, "-9.5") and accepts(outdoor, "0") and accepts(outdoor, "21.5")
+    assert not accepts(outdoor, "-11") and not accepts(outdoor, "36") and not accepts(outdoor, "-100")
+    # Without bounds: any decimal of up to 10 digits before the point.
+    unbounded_number = scalar_rule("number", None, None)
+    assert accepts(unbounded_number, "-1234567.5") and not accepts(unbounded_number, "12345678901.5")
     assert scalar_rule("string", None, None) is None and scalar_rule("rgb", None, None) is None

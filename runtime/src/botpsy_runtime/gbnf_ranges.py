@@ -68,10 +68,14 @@ def int_range(low: int, high: int) -> str:
 
 
 def number_range(low: float | None, high: float | None) -> str:
-    """GBNF for decimals within [low, high] (the fraction at the upper bound is zeros)."""
+    """GBNF for decimals within [low, high] (the fraction at the upper bound is zeros);
+    without both bounds, any decimal with as many digits as `_ANY_INTEGER`."""
     fraction = '( "." [0-9] [0-9]? )?'
-    if low is None or high is None or low < 0:
-        return f'"-"? [0-9] [0-9]{{0,5}} {fraction}'
+    if low is None or high is None:
+        return f"{_ANY_INTEGER} {fraction}"
+    if low < 0:  # the negatives as their magnitudes ("-" 5.5 for -5.5), then 0..high
+        negative = f'"-" ( {number_range(max(0.0, -high), -low)} )'
+        return negative if high < 0 else f"{negative} | {number_range(0, high)}"
     top = math.floor(high)
     below = int_range(math.floor(low), top - 1) if top - 1 >= math.floor(low) else None
     at_top = f'"{top}" ( ".0" "0"? )?' if float(high).is_integer() else f'"{top}" {fraction}'
