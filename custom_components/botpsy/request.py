@@ -419,8 +419,13 @@ class Scope:
         if self.holder_read and about_it and (_LATER.search(self.utterance) or self._only_about(self.holder_read)):
             return self.holder_read
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
-            # Its words say the kind ("what's it like outside?"), whatever "it" was before.
+            # Its words say the kind ("what's it like outside?"), whatever "it" was before;
+            # "my to-do list", of several, is the one not for shopping (the 1.5B read that).
             fitting = [e for e in holders if e.domain in self.named.domains]
+            if len(fitting) > 1 and _TO_DO_LIST.search(self.utterance) and not _BUYING.search(self.utterance):
+                fitting = [
+                    e for e in fitting if e.domain == "todo" and not _FOR_BUYING.search(f"{e.name} {e.entity_id}")
+                ]
         elif (
             not (named.entity_ids or named.areas or named.floors)
             and set(named.kinds) <= _FORECAST_KINDS
@@ -489,6 +494,7 @@ _TO_DO = re.compile(
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shops?|shopping|stores?|supermarkets?|groceries|grocery)\b", re.I)
 _FOR_BUYING = re.compile(r"shop|grocer", re.I)
+_TO_DO_LIST = re.compile(r"\bto[- ]?do(?:[- ]?lists?|s)\b", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").
 _WHEN = re.compile(
     r"^\W*(?:when(?:'s|\s+(?:is|are|was|do|does|will))|what\s+(?:time|day)\s+(?:is|are|does|do))\b"

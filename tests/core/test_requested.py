@@ -788,6 +788,15 @@ def test_a_robot_sent_out_or_back(request_: str, services: tuple[frozenset[str],
     assert named_in(request_, ROBOTS).services == services
 
 
+def test_a_then_at_the_end_joins_nothing() -> None:
+    """ "Put the card on the chores then": one request (in that case), whose verb adds to the list."""
+    lists = (HomeEntity("todo.chores", "Chores"), HomeEntity("todo.shopping", "Shopping List"))
+    named = named_in("Put find the insurance card on the chores then", lists)
+    assert not named.several and named.entity_ids == {"todo.chores"}
+    assert named.services == (frozenset({"add_item"}),)
+    assert named_in("add eggs to the shopping list then the chores", lists).several
+
+
 def test_a_mower_is_a_kind() -> None:
     """ "Send the mower back to its dock": the Mowbot, not the vacuum (as the 0.5B chose)."""
     robots = ROBOTS[:2]

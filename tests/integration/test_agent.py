@@ -1394,13 +1394,17 @@ async def test_what_to_buy_is_the_shopping_list(hass: HomeAssistant, agent: Mock
     assert speech.startswith(("Shopping List", "Shopping list"))
 
 
-async def test_what_is_left_to_do_is_the_list_not_for_shopping(hass: HomeAssistant, agent: MockConfigEntry) -> None:
-    """ "What do I still have to do?" in a home with a shopping list and chores: the
-    chores, read without the model (the 0.5B read a fan)."""
+@pytest.mark.parametrize("question", ["What do I still have to do around the house?", "What's on my to-do list?"])
+async def test_what_is_left_to_do_is_the_list_not_for_shopping(
+    hass: HomeAssistant, agent: MockConfigEntry, question: str
+) -> None:
+    """ "What do I still have to do?", "what's on my to-do list?" in a home with a shopping
+    list and chores: the chores, read without the model (the 0.5B read a fan; the 1.5B the
+    shopping list)."""
     hass.states.async_set("todo.chores", "2", {"friendly_name": "Chores"})
     async_expose_entity(hass, "conversation", "todo.chores", True)
     engine = script(agent)
-    _speech, conversation_id = await ask(hass, "What do I still have to do around the house?")
+    _speech, conversation_id = await ask(hass, question)
     read = [(r.get("name"), r.get("state", {}).get("entity_id")) for r in tool_results(hass, conversation_id)]
     assert read == [("get_state", "todo.chores")] and engine.requests == []
 

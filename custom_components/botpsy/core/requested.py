@@ -132,6 +132,8 @@ _THEM = re.compile(r"\b(?:them|they|those|these|both)\b")
 # Words that join two requests in one ("the kettle and the hall light", "X, then Y").
 _SEVERAL = re.compile(r"\b(?:and|then|also|plus|as well as)\b|[,&;]")
 _LEADING_JOIN = re.compile(r"^\W*(?:and|then|also|plus)\b")
+# ... nor does one at its end ("put the card on the chores then": in that case).
+_TRAILING_JOIN = re.compile(r"[\s,]+(?:then|also)\W*$")
 # "Switch" as a verb ("switch it on", "switch them off"), not a device.
 _SWITCH_VERB = re.compile(r"\bswitch(?:ed|ing)?\s+(?:(?:it|them|that|those|these|both|everything|all)\b|on\b|off\b)")
 # "The next few days", "next Tuesday", "what's next on the calendar": a time, not a track.
@@ -936,7 +938,7 @@ def named_in(
         said_all = bool(_EVERY.search(text))
         plural = any(re.search(rf"\b{re.escape(k)}s\b", text) for k in kinds)
         # "And the towel heater" joins this request to the one before, not two in one.
-        several = bool(_SEVERAL.search(_LEADING_JOIN.sub("", text)))
+        several = bool(_SEVERAL.search(_TRAILING_JOIN.sub("", _LEADING_JOIN.sub("", text))))
         return Named(
             named,
             areas,
