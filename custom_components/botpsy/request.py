@@ -494,6 +494,7 @@ _TO_DO = re.compile(
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shops?|shopping|stores?|supermarkets?|groceries|grocery)\b", re.I)
 _FOR_BUYING = re.compile(r"shop|grocer", re.I)
+# "My to-do list", "the todo list", "my to-dos": a list of what to do, not to buy.
 _TO_DO_LIST = re.compile(r"\bto[- ]?do(?:[- ]?lists?|s)\b", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").
 _WHEN = re.compile(
