@@ -77,6 +77,8 @@ from custom_components.botpsy.core.home import HomeEntity
         # ... said without "too".
         ("it's cold in the hallway", Relative("temperature", True)),
         ("brr, the lounge is freezing", Relative("temperature", True)),
+        ("it's so hot in the hallway", Relative("temperature", False)),
+        ("phew, I'm roasting", Relative("temperature", False)),
         ("I can't hear the music in the kitchen", Relative("volume", True)),
         ("I can't see a thing in the study", Relative("brightness", True)),
         ("the cold tap is dripping", None),

@@ -73,6 +73,11 @@ _RELATIVE: tuple[tuple[re.Pattern[str], str | None, bool], ...] = (
                 r"|\b(?:make|set|put|turn|go|take|bring|move) (?:it|them|that|this|the (?:\w+ ){0,2}\w+ )?"
                 r" ?(higher|lower)\b"), None, True),
 )  # fmt: skip
+# "It's so", "the lounge is really", "I'm": how a place or the one asking feels.
+_FEELS = (
+    r"\b(?:it'?s|it is|i'?m|i am|feels?|getting|is|are)\s+(?:(?:so|really|very|a bit|a little|quite|rather"
+    r"|pretty|absolutely)\s+)?"
+)
 # "That's too bright", "it's a bit too loud": the other way, where nothing else is asked
 # ("too bright, switch it off" asks that).
 _TOO: tuple[tuple[re.Pattern[str], str, bool], ...] = (
@@ -86,14 +91,9 @@ _TOO: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(r"\btoo fast\b"), "speed", False),
     # Said without "too": "it's cold in the hallway", "brr, the lounge is freezing", "I
     # can't hear the music" (the 0.5B set the heating's mode it had, or played what played).
-    (
-        re.compile(
-            r"\b(?:it'?s|it is|i'?m|i am|feels?|getting|is|are)\s+(?:(?:so|really|very|a bit|a little|quite|rather"
-            r"|pretty|absolutely)\s+)?(?:cold|freezing|chilly|icy|frozen)\b"
-        ),
-        "temperature",
-        True,
-    ),
+    (re.compile(rf"{_FEELS}(?:cold|freezing|chilly|icy|frozen)\b"), "temperature", True),
+    # ... and "it's so hot in the hallway", "I'm roasting": the other way.
+    (re.compile(rf"{_FEELS}(?:hot|boiling|roasting|sweltering|baking)\b"), "temperature", False),
     (re.compile(r"\bcan(?:no|')?t (?:really )?hear\b"), "volume", True),
     (re.compile(r"\bcan(?:no|')?t (?:really )?see\b"), "brightness", True),
 )
