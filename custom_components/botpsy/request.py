@@ -419,13 +419,8 @@ class Scope:
         if self.holder_read and about_it and (_LATER.search(self.utterance) or self._only_about(self.holder_read)):
             return self.holder_read
         if self.named.domains and self.named.domains <= CONTENT_DOMAINS:
-            # Its words say the kind ("what's it like outside?"), whatever "it" was before;
-            # "my to-do list", of several, is the one not for shopping (the 1.5B read that).
+            # Its words say the kind ("what's it like outside?"), whatever "it" was before.
             fitting = [e for e in holders if e.domain in self.named.domains]
-            if len(fitting) > 1 and _TO_DO_LIST.search(self.utterance) and not _BUYING.search(self.utterance):
-                fitting = [
-                    e for e in fitting if e.domain == "todo" and not _FOR_BUYING.search(f"{e.name} {e.entity_id}")
-                ]
         elif (
             not (named.entity_ids or named.areas or named.floors)
             and set(named.kinds) <= _FORECAST_KINDS
@@ -446,24 +441,22 @@ class Scope:
             and (_TO_DO.search(self.utterance) or _BUYING.search(self.utterance))
             and not _WEEKDAY.search(self.utterance)
         ):
-            # "What do I still have to do?", naming no list: the to-do list, of several the
-            # one that is not for shopping (a day's plans are a calendar's: not read here);
-            # "what do I need from the shops?": the shopping list (below).
-            lists = [e for e in holders if e.domain == "todo"]
-            fitting = (
-                [e for e in lists if not _FOR_BUYING.search(f"{e.name} {e.entity_id}")]
-                if len(lists) > 1 and not _BUYING.search(self.utterance)
-                else lists
-            )
+            # "What do I still have to do?", "what do I need from the shops?", naming no list:
+            # a to-do list (which of several: below; a day's plans are a calendar's: not read here).
+            fitting = [e for e in holders if e.domain == "todo"]
         elif self.named.entity_ids:
             fitting = [e for e in holders if e.entity_id in self.named.entity_ids]
             if len(fitting) != len(self.named.entity_ids):
                 return None  # it is about other devices too
         else:
             return None
-        if len(fitting) > 1 and _BUYING.search(self.utterance):
-            # "What do I need to buy?", of several lists: the shopping list (HA's "the list").
-            fitting = [e for e in fitting if e.domain == "todo" and _FOR_BUYING.search(f"{e.name} {e.entity_id}")]
+        said = self.utterance
+        if len(fitting) > 1 and (_BUYING.search(said) or _TO_DO.search(said) or _TO_DO_LIST.search(said)):
+            # Of several lists, "what do I need to buy?" is about the shopping list (HA's "the
+            # list"); "what do I still have to do?", "my to-do list" about the others (the
+            # 0.5B read a fan there, the 1.5B the shopping list).
+            buying = bool(_BUYING.search(said))
+            fitting = [e for e in fitting if e.domain == "todo" and _for_buying(e) == buying]
         return fitting[0].entity_id if len(fitting) == 1 else None
 
     def _only_about(self, holder: str) -> bool:
@@ -494,6 +487,13 @@ _TO_DO = re.compile(
 # Words of buying, and of the list of what to buy.
 _BUYING = re.compile(r"\b(?:buy|shops?|shopping|stores?|supermarkets?|groceries|grocery)\b", re.I)
 _FOR_BUYING = re.compile(r"shop|grocer", re.I)
+
+
+def _for_buying(entity: HomeEntity) -> bool:
+    """Whether a to-do list is the list of what to buy (by its name or id)."""
+    return bool(_FOR_BUYING.search(f"{entity.name} {entity.entity_id}"))
+
+
 # "My to-do list", "the todo list", "my to-dos": a list of what to do, not to buy.
 _TO_DO_LIST = re.compile(r"\bto[- ]?do(?:[- ]?lists?|s)\b", re.I)
 # A question of when something is ("when's the dentist?", "what time is the meeting?").
