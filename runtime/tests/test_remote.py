@@ -37,6 +37,7 @@ async def test_llama_server_raw_prompt_with_grammar(llama_server: str, session: 
     engine = RemoteEngine(RemoteOptions(llama_server + "/v1"), session)
     info = await engine.async_load()
     assert engine.supports_grammar
+    assert engine.slots == 1  # the server's one: a second generation waits for it here
     assert info.chat_template and "<tool_call>" in info.chat_template
     assert info.context_length == 2048
     assert await engine.async_count_tokens("hello there") > 0
@@ -445,3 +446,34 @@ async def test_llama_server_calls_with_forced_text_follow_the_grammar(
             assert checker.accepts(grammar, text), text
             assert finished.timings.forced_tokens > 0
             assert FORMATS[fmt].parse(text).calls
+
+
+@pytest.fixture(scope="module")
+def two_slot_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-server on the tiny model with two slots (`--parallel 2`)."""
+    folder = tmp_path_factory.mktemp("two-slot-server")
+    with serving_llama_server(tiny_model, 21000 + (os.getpid() + 7) % 20000, folder, slots=2) as url:
+        yield url
+
+
+async def test_llama_server_with_two_slots_serves_two_generations_at_once(
+    two_slot_server: str, session: aiohttp.ClientSession
+) -> None:
+    """A second conversation is not queued behind the first where the server has a slot
+    for it (llama-server's `--parallel`)."""
+    engine = RemoteEngine(RemoteOptions(two_slot_server), session)
+    assert engine.slots == 1  # before it has asked the server
+    await engine.async_load()
+    assert engine.slots == 2
+    prompt = "<|im_start|>user\nsay something<|im_end|>\n<|im_start|>assistant\n"
+    # At least 20 tokens each: the first is not over when its first text comes.
+    grammar = "root ::= [a-z]{20,30}"
+    first = engine.generate(GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, temperature=0.0))
+    second = engine.generate(GenerateRequest(prompt=prompt + "x", grammar=grammar, max_tokens=40, temperature=0.0))
+    try:
+        await anext(first)  # the first holds its slot, half read
+        # ... and the second is answered meanwhile (queued, it would wait for ever).
+        assert await asyncio.wait_for(anext(second), 60) is not None
+    finally:
+        await first.aclose()
+        await second.aclose()

@@ -47,12 +47,12 @@ def llama_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @contextmanager
-def serving_llama_server(model: Path, port: int, folder: Path) -> Iterator[str]:
-    """llama-server on `model` (one slot, 2,048 tokens) on loopback, healthy; its log in `folder`."""
+def serving_llama_server(model: Path, port: int, folder: Path, slots: int = 1) -> Iterator[str]:
+    """llama-server on `model` (one slot unless told, 2,048 tokens) on loopback, healthy; its log in `folder`."""
     binary = shutil.which("llama-server")
     assert binary, "llama-server not found: run scripts/setup"
     log = (folder / "server.log").open("w")
-    command = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", "1"]
+    command = [binary, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048", "-np", str(slots)]
     process = subprocess.Popen([*command, "-t", "2", "--no-webui"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

@@ -85,9 +85,12 @@ class RemoteEngine:
         self._native = False
         self._template: ChatTemplate | None = None
         self._prefills = Preemptible()
-        # One generation at a time, queued here: a server with one slot would hold the
-        # others without a byte, and their silence would read as a dead server.
-        self._turn = asyncio.Lock()
+        # As many generations at once as the server has slots (llama-server's `--parallel`,
+        # decoded in one batch there), the rest queued here: a server with no free slot
+        # would hold them without a byte, and their silence would read as a dead server.
+        # Other servers do not say how many they serve at once: one.
+        self.slots = 1
+        self._turns = asyncio.Semaphore(self.slots)
         self._grammars: LruCache[str, gbnf.Grammar | None] = LruCache(MAX_GRAMMARS)
         # Whether the server says which tokens it sampled (the fast path needs them).
         self._token_ids = True
@@ -167,6 +170,9 @@ class RemoteEngine:
         except EngineError:
             props = {}
         self._native = isinstance(props, dict) and bool(props.get("chat_template"))
+        slots = props.get("total_slots") if self._native else None
+        self.slots = slots if isinstance(slots, int) and slots > 0 else 1
+        self._turns = asyncio.Semaphore(self.slots)
         self._splits.clear()  # perhaps another model now
         settings = props.get("default_generation_settings", {}) if self._native else {}
         self._info = ModelInfo(
@@ -238,10 +244,11 @@ class RemoteEngine:
             return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        """Stream a generation, one at a time on this server; forced text is fast-forwarded where it can be."""
-        # The server works on one request at a time: a warm-up must not hold this one up.
+        """Stream a generation, as many at once as the server has slots; forced text is
+        fast-forwarded where it can be."""
+        # A warm-up must not hold this one up (a slot, and the server's cores).
         self._prefills.interrupt()
-        async with self._turn:
+        async with self._turns:
             state = self._grammar_state(request)
             events = _FastForward(self, request, state).run() if state is not None else self._generate(request)
             async for event in events:
@@ -337,8 +344,9 @@ class RemoteEngine:
 
     async def _prefill(self, prompt: str) -> Timings:
         timings = Timings()
-        # Not between the requests of one generation: the slot would lose its tokens.
-        async with self._turn:
+        # A slot's turn like a generation's: with one slot, never between the requests of
+        # one generation (the slot would lose its tokens).
+        async with self._turns:
             started = time.monotonic()
             data = await self._post_json("/completion", {"prompt": prompt, "n_predict": 0, "cache_prompt": True})
         if isinstance(data, dict):
