@@ -477,3 +477,20 @@ async def test_llama_server_with_two_slots_serves_two_generations_at_once(
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def test_several_generations_at_once_all_finish(two_slot_server: str, session: aiohttp.ClientSession) -> None:
+    """Four conversations at a time on two slots, three times over, each a call on the fast
+    path (a request a token, each a new stream): every one is answered. llama-server closes
+    a connection it streamed on; pooled, such connections failed the requests that took them
+    next (and their one retry, with several at once)."""
+    engine = RemoteEngine(RemoteOptions(two_slot_server), session)
+    await engine.async_load()
+    grammar = call_grammar("qwen_xml", "one_call")
+    for round_ in range(3):
+        requests = [
+            GenerateRequest(prompt=f"{CALL_PROMPT}{round_}{n}", grammar=grammar, max_tokens=200, temperature=0.0)
+            for n in range(4)
+        ]
+        answers = await asyncio.gather(*(run(engine, r) for r in requests))  # none raises
+        assert [finished.reason for _text, finished in answers] == ["stop"] * 4

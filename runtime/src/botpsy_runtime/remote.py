@@ -236,12 +236,18 @@ class RemoteEngine:
         return "/v1/chat/completions", body
 
     async def _post_stream(self, path: str, body: dict[str, Any]) -> aiohttp.ClientResponse:
-        """Start a streamed request; a stale kept-alive connection is retried once."""
+        """Start a streamed request, on a connection of its own; a stale kept-alive
+        connection is retried once.
+
+        llama-server closes a connection once it has streamed on it: kept in the session's
+        pool, it failed the next request that took it (with several at once, the retry too).
+        """
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT)
+        headers = {**self._headers, "Connection": "close"}
         try:
-            return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
+            return await self._session.post(self.options.base + path, json=body, headers=headers, timeout=timeout)
         except aiohttp.ServerDisconnectedError:
-            return await self._session.post(self.options.base + path, json=body, headers=self._headers, timeout=timeout)
+            return await self._session.post(self.options.base + path, json=body, headers=headers, timeout=timeout)
 
     async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
         """Stream a generation, as many at once as the server has slots; forced text is
