@@ -797,6 +797,45 @@ def test_a_then_at_the_end_joins_nothing() -> None:
     assert named_in("add eggs to the shopping list then the chores", lists).several
 
 
+@pytest.mark.parametrize(
+    ("request_", "adds"),
+    [
+        # "Put ... on" a list, or a list the request names: an item for it.
+        ("put milk on the shopping list", True),
+        ("put butter on there as well", True),
+        ("put batteries onto my to-do list", True),
+        ("put find the insurance card on the chores", True),
+        ("add bread to the chores", True),
+        # ... "put" a device "on": switched on, not written on a list (it was, every time).
+        ("put the kettle on", False),
+        ("put the ceiling fan on for me", False),
+        ("put the lights on in the kitchen", False),
+    ],
+)
+def test_put_on_is_a_list_item_only_where_a_list_is_said(request_: str, adds: bool) -> None:
+    home = (*HOME, HomeEntity("todo.chores", "Chores"))
+    assert (named_in(request_, home).services == (frozenset({"add_item"}),)) == adds
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "switch the ceiling fan on too",
+        "turn the ceiling fan on as well",
+        "put the ceiling fan on for me",
+        "turn the lights on in the kitchen please",
+    ],
+)
+def test_on_at_the_end_with_what_may_follow_it_is_switching_on(request_: str) -> None:
+    assert frozenset({"turn_on"}) in named_in(request_, HOME).services
+
+
+def test_on_said_with_a_delay_is_not_now() -> None:
+    """ "Turn the heating on in an hour" is not a request to switch it on now."""
+    assert named_in("turn the office thermostat on in an hour", HOME).services == ()
+    assert named_in("turn the office thermostat on in the office", HOME).services != ()
+
+
 def test_a_mower_is_a_kind() -> None:
     """ "Send the mower back to its dock": the Mowbot, not the vacuum (as the 0.5B chose)."""
     robots = ROBOTS[:2]

@@ -370,7 +370,12 @@ VERBS: tuple[tuple[re.Pattern[str], tuple[frozenset[str], ...]], ...] = (
     (
         re.compile(
             r"\b(?:turn|switch|power|put|get|bring)\s+on\b"
-            r"|\b(?:turn|switch|power|put|get|bring)\b(?:\s+[\w']+){1,5}\s+on\s*(?:please\s*)?[.!?]*$"
+            r"|\b(?:turn|switch|power|put|get|bring)\b(?:\s+[\w']+){1,5}\s+on"
+            # ... with what may follow: "switch the fan on too", "put the heating on for me",
+            # "turn the lights on in the hall".
+            r"(?:\s+in\s+(?!(?:an?|half|a few|\d+|one|two|three|five|ten|fifteen|twenty|thirty)\b)"
+            r"(?:the\s+|my\s+|our\s+)?[\w']+(?:\s+[\w']+)?)?"
+            r"(?:\s+(?:please|too|also|then|again|now|as well|for me))*\s*[.!?]*$"
             r"|^\W*[\w']+(?: [\w']+)? on\W*$|\b(?:activate|enable)\b"
         ),
         _ON,
@@ -593,8 +598,13 @@ def _says_option(words: str, option: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(said)}(?!\w)", words) is not None
 
 
-# What is said of an item on a list: it goes on, or is done ("tick that off").
-_ADD = re.compile(r"\b(?:add|put)\b.+\b(?:to|on|onto)\b(?! hold\b)")
+# What is said of an item on a list: it goes on, or is done ("tick that off"). "Put" is a
+# list's verb where what it goes on is a list ("put milk on the shopping list", "... on
+# there"), or a list the request names ("put the card on the chores"): "put the kettle on",
+# "put the lights on in the hall" are not (they were taken for a list's item).
+_ADD = re.compile(r"\badd\b.+\b(?:to|on|onto)\b(?! hold\b)")
+_PUT_ON_A_LIST = re.compile(r"\bput\b.+\b(?:on|onto)\s+(?:(?:there|it)\b|(?:[\w'-]+\s+){0,3}?(?:list|to-?dos?)\b)")
+_PUT_ON = re.compile(r"\bput\b.+\b(?:on|onto)\b(?! hold\b)")
 _DONE = re.compile(r"\b(?:tick|check|cross|mark)\b|\btake (?:it|that|them) off\b")
 LIST_ADD = (frozenset({"add_item"}),)
 LIST_DONE = (frozenset({"update_item"}),)
@@ -613,12 +623,12 @@ def muted_as_said(call: ToolCall, text: str) -> ToolCall:
     return ToolCall(call.name, {**call.arguments, "is_volume_muted": not said.pop()})
 
 
-def _services(text: str) -> tuple[frozenset[str], ...]:
+def _services(text: str, *, names_a_list: bool = False) -> tuple[frozenset[str], ...]:
     """The services the one verb of `text` asks for; none where it says a value, two
-    verbs or none."""
+    verbs or none. `names_a_list`: the request names a to-do list."""
     if _DONE.search(text):
         return LIST_DONE
-    if _ADD.search(text):
+    if _ADD.search(text) or _PUT_ON_A_LIST.search(text) or (names_a_list and _PUT_ON.search(text)):
         return LIST_ADD
     said = list(dict.fromkeys(services for pattern, services in VERBS if pattern.search(text)))
     if not said and _SET_TO.search(text) and not _NOT_A_LEVEL.search(text):
@@ -917,7 +927,7 @@ def named_in(
     areas = frozenset(a for a in areas if not any(a.lower() in k for k in kinds))
     if not (areas or floors):
         kinds = [k for k in kinds if not any(KINDS[k](e) for e in entities if e.entity_id in named)]
-    services = _services(request.lower())
+    services = _services(request.lower(), names_a_list=any(e.startswith("todo.") for e in named))
     # "Put that light on again", "close those blinds": the devices of that kind the
     # conversation was about, not every one of the kind (nor a question which), wherever heard.
     shown = frozenset() if named or areas or floors else _shown(text, kinds, entities, recent, here)
