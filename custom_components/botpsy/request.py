@@ -622,10 +622,11 @@ def _answer_to_which(toolbox: Toolbox, asked: str, answer: str, here: str | None
 
 
 _OTHER = re.compile(r"\bthe other\b", re.IGNORECASE)
-# "All the lights except the reading light", "every blind but the office one": what is
-# left out of every device said.
+# "All the lights except the reading light", "every blind but the office one", "... and
+# leave the lamp on": what is left out of every device said.
 _ALL_BUT = re.compile(
-    r"\b(?:except(?: for)?|apart from|other than|besides|save for|excluding|but(?: not)?(?: for)?)\s+"
+    r"(?:\b(?:except(?: for)?|apart from|other than|besides|save for|excluding|but(?: not)?(?: for)?)"
+    r"|(?:,|\band)\s+(?:please\s+)?(?:leave|keep))\s+"
     r"(.+?)(?=[,;.!?]|$)",
     re.IGNORECASE,
 )

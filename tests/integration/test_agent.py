@@ -300,6 +300,9 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
         "Switch off every light but the kitchen lights",
         # A kind that every light is, said of the one whose name has it.
         "Turn off the lights except the kitchen one",
+        # Left out by what stays as it is.
+        "Turn all the lights off and leave the kitchen lights on",
+        "Switch off every light, keep the kitchen lights on",
     ],
 )
 async def test_every_device_but_those_left_out(hass: HomeAssistant, agent: MockConfigEntry, request_: str) -> None:
