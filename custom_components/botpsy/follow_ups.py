@@ -24,6 +24,7 @@ from .core.follow_up import (
     again_calls,
     asks_its_own_action,
     corrected_calls,
+    for_the_air,
     further,
     is_again,
     is_done_with,
@@ -106,6 +107,8 @@ def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list
     calls: list[ToolCall] = []
     # A place names its devices for sure; part of a name ("too dark by the bed") may not.
     named = scope.named
+    if change.quantity == "light":
+        return _for_the_dark(hass, scope) if named.areas or named.floors else None
     for entity in _targets(scope.toolbox, named, moving(change.quantity) if named.areas or named.floors else ()):
         if (quantity := moves(entity.domain)) is None or change.quantity not in (None, quantity):
             continue
@@ -114,7 +117,27 @@ def _relative_calls(hass: HomeAssistant, scope: Scope, change: Relative) -> list
         if call is None:
             return None
         calls.append(call)
+    if not calls and (named.areas or named.floors) and change.quantity in ("temperature", "air"):
+        # Hot, cold or stuffy in a place where nothing sets a temperature: its fans (the
+        # 0.5B opened or closed the curtains there).
+        for entity in _targets(scope.toolbox, named, ("fan",)):
+            state = hass.states.get(entity.entity_id)
+            if state and (call := for_the_air(change, entity, state.state, state.attributes)):
+                calls.append(call)
     return _valid(scope.toolbox, calls)
+
+
+def _for_the_dark(hass: HomeAssistant, scope: Scope) -> list[ToolCall] | None:
+    """ "It's dark in the study": the lights there that are off go on; if none is off,
+    each a step brighter."""
+    lights = [
+        (entity, state)
+        for entity in _targets(scope.toolbox, scope.named, ("light",))
+        if (state := hass.states.get(entity.entity_id)) is not None
+    ]
+    off = [ToolCall("light", {"entity_id": e.entity_id, ACTION: "turn_on"}) for e, s in lights if s.state == "off"]
+    brighter = [relative_call(Relative("brightness", up=True), e, s.state, s.attributes) for e, s in lights]
+    return _valid(scope.toolbox, off or [c for c in brighter if c is not None])
 
 
 def _list_calls(scope: Scope, before: list[conversation.Content], item: str | None) -> list[ToolCall] | None:

@@ -127,6 +127,7 @@ def entity(entity_id: str) -> HomeEntity:
 
 
 def arguments(call: ToolCall | None) -> dict[str, Any] | None:
+    """The call's arguments but the device."""
     return None if call is None else {k: v for k, v in call.arguments.items() if k != "entity_id"}
 
 
@@ -147,6 +148,9 @@ def test_a_step_from_where_each_device_is() -> None:
         "brightness_pct": 1,
     }
     assert relative_call(Relative("brightness", False), lamp, "off", {}) is None
+    # A light that is only on or off, off and too dark: on.
+    onoff = {"supported_color_modes": ["onoff"]}
+    assert arguments(relative_call(Relative("brightness", True), lamp, "off", onoff)) == {"action": "turn_on"}
     thermostat = entity("climate.hall")
     state = {"temperature": 21.5, "min_temp": 7, "max_temp": 22}
     assert arguments(relative_call(Relative("temperature", True), thermostat, "heat", state)) == {

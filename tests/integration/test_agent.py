@@ -274,11 +274,14 @@ async def test_one_device_of_several_is_asked_for_not_guessed(hass: HomeAssistan
 
 
 async def async_put_in_den(hass: HomeAssistant, *entity_ids: str) -> None:
-    """A new area, the Den, for the devices of `entity_ids`."""
+    """A new area, the Den, for the devices of `entity_ids` (or the entity, if it has none)."""
     den = ar.async_get(hass).async_create("Den")
+    entities = er.async_get(hass)
     for entity_id in entity_ids:
-        device_id = er.async_get(hass).async_get(entity_id).device_id  # type: ignore[union-attr]
-        dr.async_get(hass).async_update_device(device_id, area_id=den.id)  # type: ignore[arg-type]
+        if (device_id := entities.async_get(entity_id).device_id) is None:  # type: ignore[union-attr]
+            entities.async_update_entity(entity_id, area_id=den.id)
+        else:
+            dr.async_get(hass).async_update_device(device_id, area_id=den.id)
     await hass.async_block_till_done()
 
 
@@ -1008,6 +1011,40 @@ async def test_cold_said_of_a_place_warms_its_thermostat(hass: HomeAssistant, ag
     await ask(hass, "It's cold in the den")
     assert hass.states.get("climate.heatpump").attributes["temperature"] > before  # type: ignore[union-attr]
     assert hass.states.get("light.bed_light") == light and engine.requests == []
+
+
+@pytest.mark.parametrize("request_", ["It's so hot in the den", "It's stuffy in the den"])
+async def test_hot_or_stuffy_in_a_place_without_a_thermostat_runs_its_fan(
+    hass: HomeAssistant, agent: MockConfigEntry, request_: str
+) -> None:
+    """Where nothing sets a temperature, the fan there goes on (the 0.5B opened or closed
+    the curtains there); the light there is left alone."""
+    await async_put_in_den(hass, "fan.ceiling_fan", "light.bed_light")
+    light = hass.states.get("light.bed_light")
+    engine = script(agent)
+    await ask(hass, request_)
+    assert hass.states.get("fan.ceiling_fan").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("light.bed_light") == light and engine.requests == []
+    # Cold there: the fan goes off again.
+    await ask(hass, "It's cold in the den")
+    assert hass.states.get("fan.ceiling_fan").state == "off"  # type: ignore[union-attr]
+
+
+async def test_dark_said_of_a_place_puts_its_lights_on(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "It's dark in the den": the light there goes on, the thermostat there is left alone
+    (the 0.5B set the thermostat, or switched lights off); said again, a step brighter."""
+    await async_put_in_den(hass, "climate.heatpump", "light.bed_light")
+    await hass.services.async_call("light", "turn_off", {"entity_id": "light.bed_light"}, blocking=True)
+    thermostat = hass.states.get("climate.heatpump")
+    engine = script(agent)
+    await ask(hass, "It's dark in the den")
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    await hass.services.async_call(
+        "light", "turn_on", {"entity_id": "light.bed_light", "brightness": 128}, blocking=True
+    )
+    await ask(hass, "The den is so gloomy")
+    assert hass.states.get("light.bed_light").attributes["brightness"] > 128  # type: ignore[union-attr]
+    assert hass.states.get("climate.heatpump") == thermostat and engine.requests == []
 
 
 async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(

@@ -34,7 +34,7 @@ class Relative:
     """A change said relative to where a device is: what moves (None: whatever the
     device's level is, "turn it up"), which way, and by how much if it is said."""
 
-    quantity: str | None  # "brightness", "temperature", "volume", "speed", "position"
+    quantity: str | None  # "brightness", "temperature", "volume", "speed", "position", "air", "light"
     up: bool
     amount: float | None = None
 
@@ -92,8 +92,13 @@ _TOO: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     # Said without "too": "it's cold in the hallway", "brr, the lounge is freezing", "I
     # can't hear the music" (the 0.5B set the heating's mode it had, or played what played).
     (re.compile(rf"{_FEELS}(?:cold|freezing|chilly|icy|frozen)\b"), "temperature", True),
-    # ... and "it's so hot in the hallway", "I'm roasting": the other way.
+    # ... and "it's so hot in the hallway", "I'm roasting": the other way ("stuffy": air
+    # to move, which only a fan does; see `for_the_air`).
     (re.compile(rf"{_FEELS}(?:hot|boiling|roasting|sweltering|baking)\b"), "temperature", False),
+    (re.compile(rf"{_FEELS}(?:stuffy|muggy|airless)\b"), "air", False),
+    # "It's dark in the study", "the hallway is so gloomy": light there (the 0.5B set the
+    # thermostat, closed the blinds, switched the lights off); see `_for_the_dark`.
+    (re.compile(rf"{_FEELS}(?:dark|gloomy|dim|pitch[- ](?:black|dark))\b"), "light", True),
     (re.compile(r"\bcan(?:no|')?t (?:really )?hear\b"), "volume", True),
     (re.compile(r"\bcan(?:no|')?t (?:really )?see\b"), "brightness", True),
 )
@@ -259,6 +264,20 @@ _LEVELS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def for_the_air(change: Relative, entity: HomeEntity, state: str, attributes: Mapping[str, Any]) -> ToolCall | None:
+    """What a fan does for a place felt too hot or stuffy (one that is off goes on, one
+    that is on a step faster) or too cold (one that is on goes off); None if nothing."""
+    if change.quantity not in ("temperature", "air") or entity.domain != "fan":
+        return None
+    cooler = not change.up
+    if state == "off":
+        return ToolCall("fan", {"entity_id": entity.entity_id, ACTION: "turn_on"}) if cooler else None
+    if not cooler:
+        return ToolCall("fan", {"entity_id": entity.entity_id, ACTION: "turn_off"})
+    faster = relative_call(Relative("speed", up=True), entity, state, attributes)
+    return faster if faster is not None and faster.arguments.get("percentage") != attributes.get("percentage") else None
+
+
 def moves(domain: str) -> str | None:
     """What a relative change moves on a device of `domain`, if anything."""
     level = _LEVELS.get(domain)
@@ -282,8 +301,10 @@ def relative_call(change: Relative, entity: HomeEntity, state: str, attributes: 
     sign = 1 if change.up else -1
     value: float
     if quantity == "brightness":
-        if state == "off" and not change.up:
-            return None  # nothing to dim
+        if state == "off" and (not change.up or set(attributes.get("supported_color_modes") or ()) == {"onoff"}):
+            # Nothing to dim; "too dark" by a light that is only on or off: on (the 0.5B
+            # switched it off).
+            return ToolCall(entity.domain, {"entity_id": entity.entity_id, ACTION: action}) if change.up else None
         percent = round(float(attributes.get("brightness") or 0) / 255 * 100) if state == "on" else 0
         value = min(100, max(1, percent + sign * (change.amount or 20)))
     elif quantity == "temperature":
