@@ -116,6 +116,16 @@ def test_relative_changes(text: str, change: Relative | None) -> None:
         ("Stell die Heizung auf 22 Grad", "de", None),
         ("Éteins la lampe", "fr", None),
         ("Más alto", "it", None),  # no words known for the language: the model reads it
+        # How a place feels: the way to change it; asked, nothing.
+        ("Im Flur ist es stockdunkel", "de", Relative("light", True)),
+        ("Mir ist so heiß", "de", Relative("temperature", False)),
+        ("Ist es kalt im Wohnzimmer", "de", None),
+        ("Mach es dunkel im Flur", "de", None),  # an action, not a feeling
+        ("On étouffe dans le bureau", "fr", Relative("air", False)),
+        ("J'ai froid dans le salon", "fr", Relative("temperature", True)),
+        ("Est-ce qu'il fait froid dans le salon", "fr", None),
+        ("Hace mucho calor en el dormitorio", "es", Relative("temperature", False)),
+        ("¿Está oscuro en el pasillo?", "es", None),
     ],
 )
 def test_relative_changes_in_other_languages(text: str, language: str, change: Relative | None) -> None:
@@ -151,6 +161,7 @@ def test_a_step_from_where_each_device_is() -> None:
     # A light that is only on or off, off and too dark: on.
     onoff = {"supported_color_modes": ["onoff"]}
     assert arguments(relative_call(Relative("brightness", True), lamp, "off", onoff)) == {"action": "turn_on"}
+    assert relative_call(Relative("brightness", True), lamp, "on", onoff) is None  # no level to move
     thermostat = entity("climate.hall")
     state = {"temperature": 21.5, "min_temp": 7, "max_temp": 22}
     assert arguments(relative_call(Relative("temperature", True), thermostat, "heat", state)) == {

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hassil.intents import Intents
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
+import pytest
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
 from botpsy_runtime.formats import ToolCall
@@ -29,7 +30,7 @@ from custom_components.botpsy.language import (
 )
 from scripts.testing.scripted import XML, script
 
-from .test_agent import tool_results
+from .test_agent import async_put_in_den, tool_results
 
 UNLOCK = XML.render(ToolCall("lock", {"entity_id": "lock.front_door", "action": "unlock"}))
 
@@ -350,6 +351,30 @@ async def test_a_relative_change_in_german_is_a_step_from_where_it_is(
     speech, _conversation_id = await ask(hass, "Mach HeatPump noch ein Grad wärmer", "de")
     after = hass.states.get("climate.heatpump").attributes["temperature"]  # type: ignore[union-attr]
     assert after == before + 1, speech
+    assert engine.requests == []
+
+
+@pytest.mark.parametrize(
+    ("dark", "cold", "language"),
+    [
+        ("Es ist dunkel im Den", "Mir ist kalt im Den", "de"),
+        ("Il fait sombre dans le Den", "Il fait froid dans le Den", "fr"),
+        ("Está oscuro en el Den", "Tengo frío en el Den", "es"),
+    ],
+)
+async def test_how_a_place_feels_in_other_languages(
+    hass: HomeAssistant, model_agent: MockConfigEntry, dark: str, cold: str, language: str
+) -> None:
+    """Dark there puts its light on, cold there warms its thermostat, without the model, as
+    in English; asked, neither changes anything."""
+    await async_put_in_den(hass, "climate.heatpump", "light.bed_light")
+    await hass.services.async_call("light", "turn_off", {"entity_id": "light.bed_light"}, blocking=True)
+    before = hass.states.get("climate.heatpump").attributes["temperature"]  # type: ignore[union-attr]
+    engine = script(model_agent)
+    await ask(hass, dark, language)
+    await ask(hass, cold, language)
+    assert hass.states.get("light.bed_light").state == "on"  # type: ignore[union-attr]
+    assert hass.states.get("climate.heatpump").attributes["temperature"] > before  # type: ignore[union-attr]
     assert engine.requests == []
 
 

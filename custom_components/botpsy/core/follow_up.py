@@ -198,6 +198,34 @@ _OTHER_RELATIVE = {
     language: tuple((re.compile(rf"\b(?:{words})\b"), quantity, up) for words, quantity, up in rows)
     for language, rows in _OTHER_RELATIVE_WORDS.items()
 }
+# How a place feels, said in other languages ("es ist dunkel im Flur", "il fait trop chaud
+# dans le bureau", "hace frío en el salón"), as `_TOO`'s feelings in English; never where
+# the words ask ("ist es dunkel im Flur?", "est-ce qu'il fait froid ?", "¿hace frío?").
+_OTHER_FEELS_WORDS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "de": (
+        (r"\b(?:es ist|ist es|ist's)\b.*\b(?:stock|zappen)?(?:dunkel|finster|duster)\b", "light", True),
+        (r"\b(?:es ist|ist es|ist's|mir ist)\b.*\b(?:heiß|warm)\b", "temperature", False),
+        (r"\b(?:es ist|ist es|ist's|mir ist)\b.*\b(?:eiskalt|kalt)\b", "temperature", True),
+        (r"\b(?:es ist|ist es|ist's)\b.*\b(?:stickig|schwül)\b", "air", False),
+    ),
+    "fr": (
+        (r"\bil fait (?:(?!plus|moins)\w+ )?(?:sombre|noir)\b", "light", True),
+        (r"\b(?:il fait|j'ai) (?:(?!plus|moins)\w+ )?chaud\b", "temperature", False),
+        (r"\b(?:il fait|j'ai) (?:(?!plus|moins)\w+ )?froid\b", "temperature", True),
+        (r"\bon étouffe\b|\bétouffant\b", "air", False),
+    ),
+    "es": (
+        (r"\bestá (?:(?!más|menos)\w+ )?oscur[oa]\b", "light", True),
+        (r"\b(?:hace|tengo|qué) (?:(?!más|menos)\w+ )?calor\b", "temperature", False),
+        (r"\b(?:hace|tengo|qué) (?:(?!más|menos)\w+ )?frío\b", "temperature", True),
+        (r"\bambiente cargado\b|\bno se puede respirar\b", "air", False),
+    ),
+}
+_OTHER_FEELS = {
+    language: tuple((re.compile(words), quantity, up) for words, quantity, up in rows)
+    for language, rows in _OTHER_FEELS_WORDS.items()
+}
+_OTHER_ASKS = re.compile(r"\?\W*$|^\W*(?:¿|ist es\b|ist's\b|est-ce\b|fait-il\b)")
 # A value said outright ("auf 22 Grad", "à 20 %", "al 50"): not relative.
 _OTHER_ABSOLUTE = re.compile(r"\b(?:auf|à|a|al)\s+\d")
 _OTHER_AMOUNT = re.compile(r"(\d+(?:[.,]\d+)?)\s*(?:°|grad|prozent|%|degrés?|pour ?cent|grados?|por ?ciento)")
@@ -208,7 +236,10 @@ def relative_change(text: str, language: str = "en") -> Relative | None:
     """The relative change `text` asks for, if it asks for one (and no value outright)."""
     said = text.lower()
     if language != "en":
-        return _other_relative(said, _OTHER_RELATIVE.get(language, ()))
+        change = _other_relative(said, _OTHER_RELATIVE.get(language, ()))
+        if change is None and not _OTHER_ASKS.search(said):
+            change = _other_relative(said, _OTHER_FEELS.get(language, ()))
+        return change
     if _ABSOLUTE.search(said):
         return None
     found = []
@@ -301,10 +332,12 @@ def relative_call(change: Relative, entity: HomeEntity, state: str, attributes: 
     sign = 1 if change.up else -1
     value: float
     if quantity == "brightness":
-        if state == "off" and (not change.up or set(attributes.get("supported_color_modes") or ()) == {"onoff"}):
-            # Nothing to dim; "too dark" by a light that is only on or off: on (the 0.5B
-            # switched it off).
-            return ToolCall(entity.domain, {"entity_id": entity.entity_id, ACTION: action}) if change.up else None
+        on_or_off = set(attributes.get("supported_color_modes") or ()) == {"onoff"}
+        if (state == "off" and not change.up) or on_or_off:
+            # Nothing to dim; a light that is only on or off has no level: "too dark" by
+            # one that is off puts it on (the 0.5B switched it off).
+            on = on_or_off and state == "off" and change.up
+            return ToolCall(entity.domain, {"entity_id": entity.entity_id, ACTION: action}) if on else None
         percent = round(float(attributes.get("brightness") or 0) / 255 * 100) if state == "on" else 0
         value = min(100, max(1, percent + sign * (change.amount or 20)))
     elif quantity == "temperature":
