@@ -810,6 +810,7 @@ def test_a_then_at_the_end_joins_nothing() -> None:
         ("put the kettle on", False),
         ("put the ceiling fan on for me", False),
         ("put the lights on in the kitchen", False),
+        ("put the heating on it's freezing", False),
     ],
 )
 def test_put_on_is_a_list_item_only_where_a_list_is_said(request_: str, adds: bool) -> None:

@@ -603,7 +603,7 @@ def _says_option(words: str, option: str) -> bool:
 # there"), or a list the request names ("put the card on the chores"): "put the kettle on",
 # "put the lights on in the hall" are not (they were taken for a list's item).
 _ADD = re.compile(r"\badd\b.+\b(?:to|on|onto)\b(?! hold\b)")
-_PUT_ON_A_LIST = re.compile(r"\bput\b.+\b(?:on|onto)\s+(?:(?:there|it)\b|(?:[\w'-]+\s+){0,3}?(?:list|to-?dos?)\b)")
+_PUT_ON_A_LIST = re.compile(r"\bput\b.+\b(?:on|onto)\s+(?:there\b|it\b(?!')|(?:[\w'-]+\s+){0,3}?(?:list|to-?dos?)\b)")
 _PUT_ON = re.compile(r"\bput\b.+\b(?:on|onto)\b(?! hold\b)")
 _DONE = re.compile(r"\b(?:tick|check|cross|mark)\b|\btake (?:it|that|them) off\b")
 LIST_ADD = (frozenset({"add_item"}),)
