@@ -18,7 +18,7 @@ from botpsy_runtime.formats import ToolCall
 
 from .core.home import Home, HomeEntity
 from .core.prompt import intent_examples
-from .core.requested import Named, SaidLevels, by_levels, by_options, by_verb
+from .core.requested import Named, SaidLevels, by_levels, by_options, by_verb, on_for
 from .core.shortlist import restrict
 from .core.tools import ACTION, GET_STATE, Tool, function_schemas, home_vocabulary, schema_tool
 from .home_snapshot import exposed_entities
@@ -107,7 +107,9 @@ class Toolbox:
 
         def services(entity_id: str) -> tuple[frozenset[str], ...]:
             entity = self.home.entity(entity_id)
-            return named.services_for(entity) if entity is not None else named.services
+            asked = named.services_for(entity) if entity is not None else named.services
+            state = self.hass.states.get(entity_id) if self.hass is not None else None
+            return on_for(asked, entity_id.partition(".")[0], state.state if state else None)
 
         return services
 

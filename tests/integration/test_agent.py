@@ -1047,6 +1047,18 @@ async def test_dark_said_of_a_place_puts_its_lights_on(hass: HomeAssistant, agen
     assert hass.states.get("climate.heatpump") == thermostat and engine.requests == []
 
 
+async def test_on_said_of_a_paused_player_plays_it(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Put the bedroom speaker on" with it paused: the grammar offers playing it first
+    (HA's turn_on leaves a paused player paused; the 0.5B wrote it)."""
+    await hass.services.async_call("media_player", "media_pause", {"entity_id": "media_player.bedroom"}, blocking=True)
+    play = ToolCall("media_player", {"entity_id": "media_player.bedroom", "action": "media_play"})
+    engine = script(agent, XML.render(play))
+    await ask(hass, "Put the bedroom speaker on")
+    assert hass.states.get("media_player.bedroom").state == "playing"  # type: ignore[union-attr]
+    grammar = engine.requests[0].grammar or ""
+    assert "media-play" in grammar and "media-player-turn-on" not in grammar, grammar
+
+
 async def test_a_relative_change_of_a_named_light_moves_it_from_where_it_is(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:

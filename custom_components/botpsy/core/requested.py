@@ -640,6 +640,14 @@ def _services(text: str, *, names_a_list: bool = False) -> tuple[frozenset[str],
     return said[0]
 
 
+def on_for(services: tuple[frozenset[str], ...], domain: str, state: str | None) -> tuple[frozenset[str], ...]:
+    """The services asked of a device in `state`: "put the radio on" with the radio paused
+    plays it (it is on already; HA's turn_on left it paused, and the reply said "on")."""
+    if services == _ON and domain == "media_player" and state == "paused":
+        return (frozenset({"media_play"}), *services)
+    return services
+
+
 def by_verb(tools: Iterable[Tool], services_of: Callable[[str], Sequence[frozenset[str]]]) -> tuple[Tool, ...]:
     """`tools` with each target kept only for the services its verb asks of it: of the
     groups `services_of` the target, the first that the target has (all if it has none)."""
