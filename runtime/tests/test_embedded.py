@@ -18,7 +18,7 @@ from botpsy_runtime.engine import Finished, GenerateEvent, GenerateRequest, Text
 from botpsy_runtime.errors import EngineError, EngineUnavailableError, ModelLoadError
 from botpsy_runtime.worker import NICENESS
 
-from .generation import run
+from .generation import queued_behind, run
 
 CALL_GRAMMAR = r'root ::= "<tool_call>" [a-z]{3,8} "</tool_call>"'
 # Cannot end before 300 tokens: generation runs until max_tokens, cancelled or killed.
@@ -111,6 +111,14 @@ async def test_prefix_is_reported_cached(engine: EmbeddedEngine) -> None:
         health = await engine.async_health()
         # (beside the ends of the two generations, kept for their conversations' next turns)
         assert "3 state snapshots" in health.detail, health.detail
+
+
+async def test_a_generation_says_how_long_it_waited_behind_another(engine: EmbeddedEngine) -> None:
+    """One generation at a time: the second, sent while the first is read, waits for it
+    and says so (the stress run reads these waits; a user's diagnostics show them)."""
+    request = GenerateRequest(prompt="hello", grammar=CALL_GRAMMAR, max_tokens=16, temperature=0.0)
+    first, second = await queued_behind(engine, request, request)
+    assert first < 0.3 <= second
 
 
 async def test_restored_snapshot_gives_the_same_answer(tiny_models: dict[str, Path]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 import os
 from pathlib import Path
 import re
@@ -23,7 +24,7 @@ from scripts.testing.model_fixtures import serving_llama_server
 from scripts.testing.scripted_server import CUT, Answer, ScriptedServer, Split, end, token
 from scripts.testing.tiny_gguf import write_tiny_model
 
-from .generation import run
+from .generation import queued_behind, run
 from .grammars import call_grammar
 
 
@@ -399,13 +400,6 @@ def favoring_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-class TokenByToken(RemoteEngine):
-    """The remote engine without its fast path: every token sampled by the server."""
-
-    def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
-        return None
-
-
 CALL_PROMPT = "<|im_start|>user\nturn off the kitchen light<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -417,12 +411,10 @@ async def test_llama_server_fast_path_equals_token_by_token_decoding(
     changes nothing but how many tokens the server samples (as in the embedded worker)."""
     grammar = call_grammar(fmt, "one_call")
     request = GenerateRequest(prompt=CALL_PROMPT, grammar=grammar, max_tokens=200, temperature=0.0)
-    fast_engine = RemoteEngine(RemoteOptions(favoring_server), session)
-    slow_engine = TokenByToken(RemoteOptions(favoring_server), session)
-    await fast_engine.async_load()
-    await slow_engine.async_load()
-    fast_text, fast = await run(fast_engine, request)
-    slow_text, slow = await run(slow_engine, request)
+    engine = RemoteEngine(RemoteOptions(favoring_server), session)
+    await engine.async_load()
+    fast_text, fast = await run(engine, request)
+    slow_text, slow = await run(engine, replace(request, fast_forward=False))
     assert fast_text == slow_text
     assert fast.reason == slow.reason == "stop"
     assert slow.timings.forced_tokens == 0
@@ -446,6 +438,18 @@ async def test_llama_server_calls_with_forced_text_follow_the_grammar(
             assert checker.accepts(grammar, text), text
             assert finished.timings.forced_tokens > 0
             assert FORMATS[fmt].parse(text).calls
+
+
+async def test_a_generation_says_how_long_it_waited_for_a_slot(
+    llama_server: str, session: aiohttp.ClientSession
+) -> None:
+    """On a server with one slot, the second generation waits for the first and says so."""
+    engine = RemoteEngine(RemoteOptions(llama_server), session)
+    await engine.async_load()
+    grammar = "root ::= [a-z]{20,30}"
+    request = GenerateRequest(prompt=CALL_PROMPT, grammar=grammar, max_tokens=40, temperature=0.0)
+    first, second = await queued_behind(engine, request, replace(request, prompt=CALL_PROMPT + "x"))
+    assert first < 0.3 <= second
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ stall and each request's wait for the engine.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 import statistics
 import time
@@ -23,7 +22,6 @@ from homeassistant.core import Context, Event, callback
 from homeassistant.helpers import chat_session
 
 from botpsy_runtime.embedded import EmbeddedOptions
-from botpsy_runtime.engine import Engine, Finished, GenerateEvent, GenerateRequest
 from scripts.benchmark.server import LlamaServer
 
 from .home import RISKY, StressHome, stress_home
@@ -97,32 +95,6 @@ def _scripts() -> list[Script]:
     # A yes where nothing is held: it must not confirm another conversation's question.
     scripts.append(Script("user", ("yes",), frozenset()))
     return scripts
-
-
-@dataclass(slots=True)
-class EngineTimes:
-    """Each generation's wait: time not spent computing it (queued behind others)."""
-
-    waits: list[float] = field(default_factory=list)
-
-
-class TimedEngine:
-    """The engine, with each generation's queue wait measured around it."""
-
-    def __init__(self, engine: Engine, times: EngineTimes) -> None:
-        self._engine = engine
-        self._times = times
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-    async def generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
-        started = time.monotonic()
-        async for event in self._engine.generate(request):
-            if isinstance(event, Finished):
-                computed = event.timings.prompt_seconds + event.timings.decode_seconds
-                self._times.waits.append(max(0.0, time.monotonic() - started - computed))
-            yield event
 
 
 async def _loop_stalls(stop: asyncio.Event, stalls: list[float]) -> None:
@@ -206,9 +178,19 @@ class _Record:
 
 
 async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
-    times = EngineTimes()
     entry = stress.entry()
-    entry.runtime_data.engine = TimedEngine(entry.runtime_data.engine, times)  # type: ignore[assignment]
+    # Each generation's wait for the engine (queued behind others), as the entry records it.
+    stats = entry.runtime_data.stats
+    waits: list[float] = []
+    counted = stats.requests
+
+    def on_figures() -> None:
+        nonlocal counted
+        if stats.requests > counted:
+            counted = stats.requests
+            waits.append(stats.recent[-1]["queued_seconds"])
+
+    stop_listening = stats.async_add_listener(on_figures)
     scripts = _scripts()
     record = _Record(stress, label)
     await stress.home.async_reset()
@@ -229,7 +211,7 @@ async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
         stop.set()
         await monitor
         unsubscribe()
-        entry.runtime_data.engine = entry.runtime_data.engine._engine  # type: ignore[attr-defined]
+        stop_listening()
     replies, latencies = record.replies, record.latencies
     turns = sum(len(s.turns) for s in scripts)
     lost = turns - sum(1 for text in replies.values() if text.strip())
@@ -249,8 +231,9 @@ async def _run_engine(stress: StressHome, label: str) -> dict[str, Any]:
         "out_of_order": len(disorder),
         "errors": [repr(r) for r in results if isinstance(r, BaseException)],
         "max_loop_stall_ms": round(max(stalls, default=0.0) * 1000, 1),
-        "max_queue_wait_s": round(max(times.waits, default=0.0), 2),
-        "median_queue_wait_s": round(statistics.median(times.waits), 2) if times.waits else 0.0,
+        "generations": len(waits),
+        "max_queue_wait_s": round(max(waits, default=0.0), 2),
+        "median_queue_wait_s": round(statistics.median(waits), 2) if waits else 0.0,
         "median_latency_s": round(statistics.median(latencies), 2) if latencies else 0.0,
         "wall_s": round(wall, 1),
         "crossings": crossed,

@@ -112,10 +112,13 @@ async def test_concurrent_conversations_are_neither_lost_nor_crossed(options: St
     scripts = concurrency._scripts()
     answers = {turn: _answer(turn, s.own) for s in scripts for turn in s.turns if turn not in ("yes", "no")}
     async with stress_home(options.out / "config", model=options.out / "tiny.gguf", threads=1) as stress:
-        stress.entry().runtime_data.engine = ScriptedEngine(respond=_answering(answers))
+        engine = ScriptedEngine(respond=_answering(answers))
+        stress.entry().runtime_data.engine = engine
         figures = await concurrency._run_engine(stress, "test")
         assert figures["answered"] == figures["conversations"] == 20
         assert (figures["lost"], figures["crossed"], figures["out_of_order"]) == (0, 0, 0), figures
+        # Each generation's wait for the engine was read (from the entry's figures).
+        assert figures["generations"] == len(engine.requests) > 0, figures
         # The yes of each conversation confirmed its own question only.
         states = {
             e: stress.hass.states.get(e).state for e in ("lock.front_door", "lock.back_door", "cover.driveway_gate")

@@ -354,14 +354,17 @@ class EmbeddedEngine:
             "top_p": request.top_p,
             "top_k": request.top_k,
             "seed": request.seed,
+            "fast_forward": request.fast_forward,
         }
         self._prefills.interrupt()
+        waited = time.monotonic()
         async with self._lock:
+            queued = time.monotonic() - waited
             async for reply in self._request(message):
                 if "text" in reply:
                     yield TextDelta(reply["text"])
                 elif "done" in reply:
-                    timings = Timings(**reply["done"]["timings"])
+                    timings = Timings(**reply["done"]["timings"], queued_seconds=queued)
                     self.last_timings = timings
                     yield Finished(reply["done"]["reason"], timings)
 

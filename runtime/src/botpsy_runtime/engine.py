@@ -97,6 +97,9 @@ class GenerateRequest:
     top_p: float = 0.95
     top_k: int = 40
     seed: int | None = None
+    # Append the text a grammar leaves no choice about without sampling it (off: every
+    # token sampled, which the tests and the bench compare with).
+    fast_forward: bool = True
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -113,7 +116,8 @@ class Timings:
     grammar left no choice about, appended without sampling (the embedded engine, and a
     server whose prompt BotPsy renders: it sends them back as prompt). The output is both
     together. `grammar_seconds` is the part of the decoding time spent on the grammar
-    (embedded engine only).
+    (embedded engine only). `queued_seconds` is how long it waited for the engine, behind
+    other generations, before its own work began.
     """
 
     prompt_tokens: int = 0
@@ -123,6 +127,7 @@ class Timings:
     decode_seconds: float = 0.0
     forced_tokens: int = 0
     grammar_seconds: float = 0.0
+    queued_seconds: float = 0.0
 
     @property
     def evaluated_tokens(self) -> int:
@@ -139,6 +144,7 @@ class Timings:
             "decode_seconds": round(self.decode_seconds, 4),
             "forced_tokens": self.forced_tokens,
             "grammar_seconds": round(self.grammar_seconds, 4),
+            "queued_seconds": round(self.queued_seconds, 4),
         }
 
 

@@ -254,15 +254,19 @@ class RemoteEngine:
         fast-forwarded where it can be."""
         # A warm-up must not hold this one up (a slot, and the server's cores).
         self._prefills.interrupt()
+        waited = time.monotonic()
         async with self._turns:
+            queued = time.monotonic() - waited
             state = self._grammar_state(request)
             events = _FastForward(self, request, state).run() if state is not None else self._generate(request)
             async for event in events:
+                if isinstance(event, Finished):
+                    event.timings.queued_seconds = queued
                 yield event
 
     def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
         """Where a raw-prompt request's grammar starts, if it gets the fast path."""
-        if not (self._native and self._token_ids and request.prompt is not None and request.grammar):
+        if not (request.fast_forward and self._native and self._token_ids and request.prompt and request.grammar):
             return None
         text = request.grammar
         if text in self._grammars:
