@@ -63,7 +63,15 @@ from .core.policy import (
     undoes_only_a_change,
 )
 from .core.reply import describe, describe_states
-from .core.requested import NAMES_NOTHING, Named, muted_as_said, named_by_every_word, named_in, said_fraction
+from .core.requested import (
+    NAMES_NOTHING,
+    Named,
+    level_words,
+    muted_as_said,
+    named_by_every_word,
+    named_in,
+    said_fraction,
+)
 from .core.shortlist import shortlist
 from .core.validate import CallRejectedError, validate_call
 from .exact import Heard, async_exact_answer, async_exact_request, async_heard
@@ -175,16 +183,22 @@ async def _async_reply(
     return reply, scope
 
 
-def _levels_said(named: Named, utterance: str, continued: list[str]) -> Named:
+def _levels_said(named: Named, utterance: str, continued: list[str], entities: tuple[HomeEntity, ...]) -> Named:
     """`named`, with whether (and which) level an English request says. A level it does not
     say is not written ("turn on the floor lamp and the reading light": the 0.5B set both
     to 100 %, and the one on at 50 % changed), nor by a part of it that says none ("turn on
     the lamp and set the fan to 40 %"); a follow-up that goes on with the request
     `continued` ("and the bedroom too", "the one in the office", "no, the other lamp")
     says the level that one said. A share said in words ("down to a quarter") is that
-    share: the 0.5B set 80 %."""
-    levels = any(says_value(text, "en") for text in [utterance, *continued])
-    parts = tuple(replace(part, levels=levels and says_value(part.words, "en")) for part in named.parts)
+    share: the 0.5B set 80 %. The names and options of the devices it may mean say no
+    level (`level_words`)."""
+
+    def says_a_level(text: str, of: Named) -> bool:
+        meant = [e for e in entities if of.fits(e)] if of.entity_ids or of.kinds or of.areas else []
+        return says_value(level_words(text, meant), "en")
+
+    levels = any(says_a_level(text, named) for text in [utterance, *continued])
+    parts = tuple(replace(part, levels=levels and says_a_level(part.words, part)) for part in named.parts)
     share = said_fraction(utterance) if named.share is None else named.share
     if share is None and not parts and relative_change(utterance) is None and not _BY_AMOUNT.search(utterance):
         # "The nursery humidifier on 45 percent": the one number said in percent is the
@@ -324,7 +338,8 @@ class Scope:
                 wrong=wrong,
                 outside=outside,
             )
-        named = _levels_said(named, utterance, earlier[-1:] if answer or correction or is_again(utterance) else [])
+        continued = earlier[-1:] if answer or correction or is_again(utterance) else []
+        named = _levels_said(named, utterance, continued, toolbox.home.entities)
         # "And after that?", after a turn that only read: asked of what that turn read.
         read_before = bool(last) and not acted(before[-1])
         # "Sorry, I meant Monday" after a reading corrects the question, not an action.

@@ -172,6 +172,24 @@ async def test_a_share_said_in_percent_is_the_level_set(
     assert not checker.accepts(grammar, XML.render(switched)) and not checker.accepts(grammar, XML.render(other))
 
 
+async def test_a_mode_said_is_no_level(hass: HomeAssistant, model_agent: MockConfigEntry, tiny_model: Path) -> None:
+    """ "Put the Hvac on heat" chooses its mode and sets no temperature ("heat" and "cool"
+    say a level elsewhere: the 0.5B set one for "put the heat pump on cool"); a number
+    said with the mode still sets it."""
+    call = XML.render(
+        ToolCall("climate", {"entity_id": "climate.hvac", "action": "set_hvac_mode", "hvac_mode": "heat"})
+    )
+    engine = script(model_agent, call, call)
+    await ask(hass, "Put the Hvac on heat")
+    assert hass.states.get("climate.hvac").state == "heat"  # type: ignore[union-attr]
+    checker = GrammarChecker(tiny_model)
+    heated = {"entity_id": "climate.hvac", "action": "set_temperature", "temperature": 25, "hvac_mode": "heat"}
+    assert checker.accepts(engine.requests[0].grammar or "", call)
+    assert not checker.accepts(engine.requests[0].grammar or "", XML.render(ToolCall("climate", heated)))
+    await ask(hass, "Put the Hvac on heat at 25 degrees")
+    assert checker.accepts(engine.requests[-1].grammar or "", XML.render(ToolCall("climate", heated)))
+
+
 async def test_a_weather_answer_with_a_value_missing_is_read_by_botpsy(
     hass: HomeAssistant, agent: MockConfigEntry
 ) -> None:

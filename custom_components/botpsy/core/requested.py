@@ -20,7 +20,7 @@ from botpsy_runtime.formats import ToolCall
 from .home import HomeEntity
 from .policy import is_social
 from .shortlist import DOMAIN_WORDS
-from .tools import ACTION, OPTION_PARAMS, Param, Tool
+from .tools import ACTION, OPTION_PARAMS, Param, Tool, own_options
 
 
 def _cover(*classes: str) -> Callable[[HomeEntity], bool]:
@@ -589,6 +589,18 @@ def by_options(tools: Iterable[Tool], words_for: Callable[[str], str]) -> tuple[
         if targets:
             result.append(replace(tool, targets=targets))
     return tuple(result)
+
+
+def level_words(text: str, entities: Iterable[HomeEntity]) -> str:
+    """`text` less the names of `entities` and the options they offer, which say no level
+    ("put the heat pump on cool" is its mode alone: the 0.5B also set a temperature, as
+    "heat" and "cool" say one elsewhere)."""
+    said = text.lower()
+    phrases = {p.lower() for e in entities for p in (e.name, *e.aliases, *own_options(e)) if len(p) > 2}
+    for phrase in sorted(phrases, key=len, reverse=True):
+        if phrase.replace("_", " ") not in _NOT_OPTIONS and _mentions(said, phrase.replace("_", " ")):
+            said = _phrase(phrase.replace("_", " ")).sub(" ", said)
+    return said
 
 
 def _says_option(words: str, option: str) -> bool:

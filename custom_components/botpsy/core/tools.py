@@ -77,6 +77,13 @@ _STATE_LISTS = {
     "climate": "hvac_modes", "select": "options", "input_select": "options", "water_heater": "operation_list",
 }  # fmt: skip
 
+
+def own_options(entity: HomeEntity) -> tuple[str, ...]:
+    """The options `entity` offers to choose from (its HVAC modes, presets, sources, ...)."""
+    lists = (*_OPTION_LISTS.values(), _STATE_LISTS.get(entity.domain, ""))
+    return tuple(str(o) for name in lists if isinstance(got := entity.attributes.get(name), list | tuple) for o in got)
+
+
 ParamType = Literal["integer", "number", "boolean", "string", "enum", "rgb"]
 
 
