@@ -136,7 +136,8 @@ async def _async_reply(
     # ... and, where it says another device and no action of its own ("wrong lamp, I
     # meant the one by the sofa"), the devices it acted on are not the one meant.
     other = correction and not asks_its_own_action(utterance)
-    wrong = frozenset(str(c["entity_id"]) for c in last_changes(chat_log)[0]) if other else frozenset()
+    changed = frozenset(str(c["entity_id"]) for c in last_changes(chat_log)[0]) if correction else frozenset()
+    wrong = changed if other else frozenset()
     undone = await async_undo(agent.hass, chat_log, context) if correction else None
     llm_context = chat_log.llm_api.llm_context if chat_log.llm_api else None
     prefer_local = bool(agent.subentry.data.get(CONF_PREFER_LOCAL_INTENTS, DEFAULT_PREFER_LOCAL_INTENTS))
@@ -155,6 +156,7 @@ async def _async_reply(
     )
     heard = await async_heard(agent.hass, Heard(utterance, language, recognized, llm_context, context))
     scope = Scope.of(agent.hass, chat_log, heard, wrong)
+    scope.restored = changed if undone else frozenset()
     if prefer_local and scope.pointed and (recognized is None or recognized.intent is None):
         heard = await _async_heard_by_name(agent.hass, heard, scope.pointed)
     if not scope.english:
@@ -266,6 +268,8 @@ class Scope:
     outside: frozenset[str] = frozenset()
     # The name of the one device its words point at ("switch it on then") and do not name.
     pointed: str | None = None
+    # Of a correction: the devices its undo put back before it acts again.
+    restored: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -389,8 +393,17 @@ class Scope:
         return None
 
     def said_done(self, results: list[dict[str, Any]]) -> str:
-        """What the calls did, in the request's language."""
+        """What the calls did, in the request's language. A call that found its device as
+        the correction's undo left it is no news ("set the heat pump to 24", "sorry, I
+        meant 22": it was 22; "Put back" says it, not "was already 22: nothing changed")."""
+        results = [r for r in results if not self._restored_as_asked(r)]
+        if not results:
+            return ""
         return self.phrases.done(results) if self.phrases else describe(results)
+
+    def _restored_as_asked(self, result: dict[str, Any]) -> bool:
+        unchanged = not (result.get("error") or result.get("changes") or result.get("intent"))
+        return unchanged and (result.get("arguments") or {}).get("entity_id") in self.restored
 
     def said_states(self, results: list[dict[str, Any]]) -> str:
         """The states a question read, in the request's language."""

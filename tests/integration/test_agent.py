@@ -1298,6 +1298,18 @@ async def test_a_correction_of_the_value_said_sets_the_value_meant(hass: HomeAss
     assert engine.requests == [] and speech.endswith("HeatPump: temperature 20 → 21.")
 
 
+async def test_a_correction_back_to_where_it_was_says_it_once(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """ "Make it 23", then "sorry, I meant 20" of a heat pump at 20: put back, and said so
+    once (not also "HeatPump was already 20: nothing changed")."""
+    set_it = ToolCall("climate", {"entity_id": "climate.heatpump", "action": "set_temperature", "temperature": 23})
+    script(agent, XML.render(set_it))
+    _speech, conversation_id = await ask(hass, "Make the heatpump cosy at 23 degrees")
+    engine = script(agent)
+    speech, _conversation_id = await ask(hass, "Sorry, 20 I meant", conversation_id)
+    assert hass.states.get("climate.heatpump").attributes["temperature"] == 20  # type: ignore[union-attr]
+    assert engine.requests == [] and speech == "Put back. HeatPump: temperature 23 → 20.", speech
+
+
 async def test_a_correction_with_its_own_action_is_the_models(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """ "No wait, I meant dim the ceiling lights": not the turn before's action again."""
     script(agent, XML.render(ToolCall("light", {"entity_id": "light.kitchen_lights", "action": "turn_off"})))
