@@ -623,6 +623,9 @@ class FirstWords:
     sentences: dict[str, tuple[tuple[frozenset[str], frozenset[str]], ...]] = field(default_factory=dict)
     # The words for kinds of device, longest first ("portes de garage" before "portes").
     kind_words: tuple[tuple[str, str], ...] = ()
+    # Whether the language may say its verb last, after a place said first ("Im Flur
+    # bitte das Licht ausschalten"): German and Dutch.
+    verb_last: bool = False
 
     def said(self, utterance: str, language: str) -> Said:
         """What the request's words say of kinds and places (see `Said`)."""
@@ -681,10 +684,27 @@ class FirstWords:
                 if _starts_as(first, starts) or (named and _NAME in starts):
                     ending.setdefault(intent, []).append(_end_match(last, ends))
         best = max((length for lengths in ending.values() for length in lengths), default=0)
+        if not best and self.verb_last and len(last) >= _SHORTEST_VERB:
+            # No sentence that starts so ends so: a place said first ("Im Flur bitte das
+            # Licht ausschalten", where HA's broadcast starts "im") is no verb; a whole verb
+            # said last, as sentences end, says the intent. Not in English, whose sentences
+            # end with a name or a place.
+            ending = {i: [_end_match(last, ends) for _starts, ends in pairs] for i, pairs in self.sentences.items()}
+            best = max((length for lengths in ending.values() for length in lengths), default=0)
+            best = best if best >= _WHOLE_WORD else 0
         counts = {intent: lengths.count(best) for intent, lengths in ending.items()} if best else {}
         most = max(counts.values(), default=0)
         both = frozenset(intent for intent, count in counts.items() if count and count * 2 >= most)
         return both or starting
+
+
+# What `_end_match` adds for a whole word (any part of one scores its length alone).
+_WHOLE_WORD = 100
+# The shortest verb said last that says the intent alone ("öffnen"): not a particle ("ab",
+# "aus", "auf"), nor a word such as "nicht" that many sentences end with.
+_SHORTEST_VERB = 6
+# The languages whose sentences may end with their verb (see `FirstWords.verb_last`).
+_VERB_LAST = frozenset({"de", "nl"})
 
 
 def _end_match(word: str, ends: frozenset[str]) -> int:
@@ -693,7 +713,7 @@ def _end_match(word: str, ends: frozenset[str]) -> int:
     the length of the longest that starts with "*" (the end of a word HA's sentences spell
     in parts: "aus[schalten]" ends with "*schalten") that it is or ends with; 0: none."""
     if word in ends or f"*{word}" in ends:
-        return len(word) + 100
+        return len(word) + _WHOLE_WORD
     return max(
         (len(e) - 1 for e in ends if e.startswith("*") and (word == e[1:] or (len(e) > 3 and word.endswith(e[1:])))),
         default=0,
@@ -743,7 +763,13 @@ def first_words(intents: Intents) -> FirstWords:
     by_sentence = {i: tuple(pairs) for i, pairs in sentences.items()}
     skipping = tuple(w for w in skipped if w)
     return FirstWords(
-        frozenset(actions), frozenset(questions), skipping, intents_words, by_sentence, _kind_words(intents)
+        frozenset(actions),
+        frozenset(questions),
+        skipping,
+        intents_words,
+        by_sentence,
+        _kind_words(intents),
+        verb_last=base_language(intents.language) in _VERB_LAST,
     )
 
 

@@ -140,6 +140,7 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
                         {"sentences": ["(schalte|mach) {name} (an|ein)", "führe {name} aus", "{name} (ein|an)schalten"]}
                     ]
                 },
+                "HassBroadcast": {"data": [{"sentences": ["im ganzen Haus {name} durchsagen"]}]},
             },
             "lists": {"name": {"values": ["lampe"]}},
         }
@@ -154,6 +155,9 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
     # The imperative without its "e" ("schalt" for "schalte"); not a shorter word.
     assert words.likely("Schalt die Lampe ab") == {"HassTurnOff"}
     assert words.likely("Scha die Lampe ab") == frozenset()
+    # A place said first, which starts sentences of another intent: the verb said last.
+    assert words.likely("Im Flur bitte die Lampe ausschalten") == {"HassTurnOff"}
+    assert words.likely("Im Flur bitte die Lampe einschalten") == {"HassTurnOn"}
 
 
 def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
