@@ -596,15 +596,20 @@ def level_words(text: str, entities: Iterable[HomeEntity]) -> str:
     ("put the heat pump on cool" is its mode alone: the 0.5B also set a temperature, as
     "heat" and "cool" say one elsewhere)."""
     said = text.lower()
-    phrases = {p.lower() for e in entities for p in (e.name, *e.aliases, *own_options(e)) if len(p) > 2}
+    phrases = {_as_said(p) for e in entities for p in (e.name, *e.aliases, *own_options(e))}
     for phrase in sorted(phrases, key=len, reverse=True):
-        if phrase.replace("_", " ") not in _NOT_OPTIONS and _mentions(said, phrase.replace("_", " ")):
-            said = _phrase(phrase.replace("_", " ")).sub(" ", said)
+        if len(phrase) > 2 and phrase not in _NOT_OPTIONS and _mentions(said, phrase):
+            said = _phrase(phrase).sub(" ", said)
     return said
 
 
+def _as_said(option: str) -> str:
+    """An option (or a name) as words are said: "heat_cool" is "heat cool"."""
+    return option.lower().replace("_", " ")
+
+
 def _says_option(words: str, option: str) -> bool:
-    said = option.lower().replace("_", " ")
+    said = _as_said(option)
     if said in _NOT_OPTIONS or len(said) < 3:
         return False
     return re.search(rf"(?<!\w){re.escape(said)}(?!\w)", words) is not None
