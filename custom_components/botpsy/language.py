@@ -255,25 +255,38 @@ class Said:
     kinds: tuple[str, ...]  # BotPsy's kinds (`requested.KINDS`)
     every: bool  # every one of them ("alle", "toutes", "todas", "überall")
     levels: LevelWords | None  # how the language says floors by where they are
+    # The first parts of words that end with a kind ("küchen" of "Küchenlicht"): a place
+    # said in one word with the kind, as German and Dutch say it.
+    before_kinds: tuple[str, ...] = ()
 
     def named(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """`named` (the names and areas said) with the kinds said, and the floor said by
         where it is; unchanged where no kind is said or a device is named."""
         if not self.kinds or named.entity_ids:
             return named
-        floors = named.floors
-        if not (floors or named.areas) and self.levels is not None:
+        floors, areas = named.floors, named.areas
+        if not (floors or areas) and self.before_kinds:
+            areas = frozenset(a for e in entities if e.area for a in [e.area] if self._said_before_a_kind(a))
+        if not (floors or areas) and self.levels is not None:
             floors = floors_by_level(self.text, entities, here, self.levels)
         return replace(
             named,
+            areas=areas,
             floors=floors,
             kinds=self.kinds,
             domains=None,
             every=self.every,
-            anywhere=self.every and not (named.areas or floors),
+            anywhere=self.every and not (areas or floors),
             partly=frozenset(),
             closest=frozenset(),
         )
+
+    def _said_before_a_kind(self, area: str) -> bool:
+        """Whether `area` is the first part of a word that ends with a kind: "Küche" of
+        "Küchenlicht", "Schlafzimmer" of "Schlafzimmervorhänge" (with the letters that
+        join the parts: "n", "s", "e", "en", "es")."""
+        said = area.casefold().replace(" ", "")
+        return any(said in {first, first[:-1], first[:-2]} for first in self.before_kinds)
 
 
 # Words for lights, fans, what plays and heating, which HA's sentences spell inside each
@@ -630,7 +643,7 @@ class FirstWords:
     def said(self, utterance: str, language: str) -> Said:
         """What the request's words say of kinds and places (see `Said`)."""
         text = utterance.casefold()
-        rest, kinds = text, list[str]()
+        rest, kinds, before = text, list[str](), list[str]()
         for words, kind in self.kind_words:
             if words not in rest:
                 continue
@@ -638,9 +651,14 @@ class FirstWords:
             if phrase.search(rest):
                 rest = phrase.sub(" ", rest)
                 kinds.append(kind)
+            elif self.verb_last and len(words) >= _SHORTEST_KIND and (ending := _ending_with(words).search(rest)):
+                before.append(ending.group(1))
+                rest = rest.replace(ending.group(0), " ")
+                kinds.append(kind)
         every = _EVERY_WORDS.get(base_language(language))
         said = tuple(dict.fromkeys(kinds))
-        return Said(text, said, bool(every and every.search(text)), _LEVEL_WORDS.get(base_language(language)))
+        levels = _LEVEL_WORDS.get(base_language(language))
+        return Said(text, said, bool(every and every.search(text)), levels, tuple(before))
 
     def _first(self, utterance: str) -> str:
         """The request's first word past the skipped ones."""
@@ -700,11 +718,18 @@ class FirstWords:
 
 # What `_end_match` adds for a whole word (any part of one scores its length alone).
 _WHOLE_WORD = 100
+# The shortest word for a kind that ends a word of a place ("licht" of "Küchenlicht").
+_SHORTEST_KIND = 4
 # The shortest verb said last that says the intent alone ("öffnen"): not a particle ("ab",
 # "aus", "auf"), nor a word such as "nicht" that many sentences end with.
 _SHORTEST_VERB = 6
 # The languages whose sentences may end with their verb (see `FirstWords.verb_last`).
 _VERB_LAST = frozenset({"de", "nl"})
+
+
+def _ending_with(words: str) -> re.Pattern[str]:
+    """A word of three letters or more before `words`, in one word ("küchen" + "licht")."""
+    return re.compile(rf"(?<!\w)(\w{{3,}}){re.escape(words)}(?!\w)")
 
 
 def _end_match(word: str, ends: frozenset[str]) -> int:

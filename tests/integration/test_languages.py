@@ -198,6 +198,10 @@ def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
     assert fitting("Unten alle Lampen aus") == {"light.kuche"}
     assert fitting("Mach im Schlafzimmer das ganze Licht aus") == {"light.bett"}
     assert fitting("Schließ alle Rollläden und Vorhänge") == {"cover.wohnzimmer", "cover.schlafzimmer"}
+    # A place and a kind in one word.
+    assert fitting("Mach das Küchenlicht aus") == {"light.kuche"}
+    assert fitting("Schlafzimmervorhänge auf 50 Prozent") == {"cover.schlafzimmer"}
+    assert fitting("Wohnzimmerrollläden runter") == {"cover.wohnzimmer"}
 
 
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
