@@ -266,7 +266,9 @@ class Said:
             return named
         floors, areas = named.floors, named.areas
         if not (floors or areas) and self.before_kinds:
-            areas = frozenset(a for e in entities if e.area for a in [e.area] if self._said_before_a_kind(a))
+            areas = frozenset(
+                e.area for e in entities if e.area and any(map(self._said_before_a_kind, (e.area, *e.area_aliases)))
+            )
         if not (floors or areas) and self.levels is not None:
             floors = floors_by_level(self.text, entities, here, self.levels)
         return replace(
@@ -282,9 +284,9 @@ class Said:
         )
 
     def _said_before_a_kind(self, area: str) -> bool:
-        """Whether `area` is the first part of a word that ends with a kind: "Küche" of
-        "Küchenlicht", "Schlafzimmer" of "Schlafzimmervorhänge" (with the letters that
-        join the parts: "n", "s", "e", "en", "es")."""
+        """Whether `area` (a name of one) is the first part of a word that ends with a
+        kind: "Küche" of "Küchenlicht", "Schlafzimmer" of "Schlafzimmervorhänge" (with
+        up to two letters that join the parts: "n", "s", "en", "es")."""
         said = area.casefold().replace(" ", "")
         return any(said in {first, first[:-1], first[:-2]} for first in self.before_kinds)
 

@@ -187,6 +187,7 @@ def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
             "cover.schlafzimmer", "Schlafzimmervorhang", area="Schlafzimmer", floor="OG", device_class="curtain"
         ),
         HomeEntity("switch.kaffee", "Kaffeemaschine", area="Küche", floor="EG", floor_level=0),
+        HomeEntity("fan.bad", "Abzug", area="Badezimmer", area_aliases=("Bad",), floor="OG", floor_level=1),
     )
 
     def fitting(text: str) -> set[str]:
@@ -202,6 +203,7 @@ def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
     assert fitting("Mach das Küchenlicht aus") == {"light.kuche"}
     assert fitting("Schlafzimmervorhänge auf 50 Prozent") == {"cover.schlafzimmer"}
     assert fitting("Wohnzimmerrollläden runter") == {"cover.wohnzimmer"}
+    assert fitting("Badlüfter an") == {"fan.bad"}  # the area's other name
 
 
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
