@@ -116,8 +116,8 @@ class Timings:
     grammar left no choice about, appended without sampling (the embedded engine, and a
     server whose prompt BotPsy renders: it sends them back as prompt). The output is both
     together. `grammar_seconds` is the part of the decoding time spent on the grammar
-    (embedded engine only). `queued_seconds` is how long it waited for the engine, behind
-    other generations, before its own work began.
+    (embedded engine only). `queued_seconds` is how long it waited for the engine (behind
+    other generations, or a warm-up that had to stop) before its own work began.
     """
 
     prompt_tokens: int = 0
