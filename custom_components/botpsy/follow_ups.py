@@ -80,24 +80,26 @@ def follow_up_calls(
     """The calls a follow-up asks for that can be written without the model: a relative
     change of what it names (or of what the turn before acted on), an item of the list
     just read done, the turn before again on what it names, or what a correction meant
-    (the relative change alone in German, French and Spanish); None where it is none of
-    these, or the calls cannot be exactly those."""
+    (in German, French and Spanish: the relative change, and the turn before again);
+    None where it is none of these, or the calls cannot be exactly those."""
     if scope.question:
         return None
     language = base_language(scope.phrases.language) if scope.phrases else "en"
-    earlier = turns(chat_log) if scope.english else []
+    # In another language, besides a relative change, only the turn before again ("et la
+    # lumière de l'entrée aussi").
+    earlier = turns(chat_log) if scope.english or is_again(scope.utterance, language) else []
     # "A bit brighter"; "a bit more" after a change of a level.
     change = relative_change(scope.utterance, language)
-    if change is None and earlier:
+    if change is None and earlier and scope.english:
         change = further(scope.utterance, changes_of(earlier[-1]))
     if change is not None:
         return _relative_calls(hass, scope, change)
     if not earlier:
         return None
-    if (item := added_item(scope.utterance)) is not None or is_done_with(scope.utterance):
+    if scope.english and ((item := added_item(scope.utterance)) is not None or is_done_with(scope.utterance)):
         return _list_calls(scope, earlier[-1], item)
-    if correction or is_again(scope.utterance):
-        return _again_calls(scope, earlier[-1], correction=correction)
+    if (correction and scope.english) or is_again(scope.utterance, language):
+        return _again_calls(scope, earlier[-1], correction=correction and scope.english)
     return None
 
 
@@ -169,7 +171,8 @@ def _again_calls(scope: Scope, before: list[conversation.Content], *, correction
     toolbox = scope.toolbox
     # What it names now, without what the conversation named before (that is the turn before's).
     words = meant(scope.utterance) if correction else scope.utterance
-    named = named_in(words, toolbox.home.entities, here=scope.here)
+    # (In another language, what HA's sentences and the names said read: `Scope.named`.)
+    named = named_in(words, toolbox.home.entities, here=scope.here) if scope.english else scope.named
     # "Sorry, I meant heat" ("heat" is also a word of the Heat Pump's name): the turn
     # before's calls with the option said.
     if (

@@ -25,7 +25,7 @@ from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
 
-from .core.follow_up import says_an_action
+from .core.follow_up import says_an_action, says_no_verb
 from .core.home import HomeEntity
 from .core.policy import base_language
 from .core.requested import KINDS, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
@@ -70,12 +70,20 @@ ON_OFF_SERVICES: dict[tuple[str, str], str] = {
 }  # fmt: skip
 # HA's on/off intents, by the service they are named after.
 _ON_OFF_INTENTS = {"turn_on": "HassTurnOn", "turn_off": "HassTurnOff"}
+# What the name of an on/off intent ends with for its sentences about locks alone.
+_LOCKS = "/lock"
 # The services HA's intents run (as its handlers do: HassTurnOff closes a cover): what a
-# request's verb asks of its devices, in any language HA reads. Not a lock's: "ferme à
-# clé" starts as closing a cover does, and locks have verbs of their own for the model.
+# request's verb asks of its devices, in any language HA reads. A lock's only from HA's
+# sentences about locks (see `first_words`).
 INTENT_SERVICES: dict[str, frozenset[str]] = {
     **{
         intent: frozenset({service, *(ON_OFF_SERVICES[domain, service] for domain in ("cover", "valve"))})
+        for service, intent in _ON_OFF_INTENTS.items()
+    },
+    # HA's on/off sentences about locks alone: "cierra" starts closing a cover and
+    # locking a lock, and neither opens a cover (the 0.5B opened one).
+    **{
+        f"{intent}{_LOCKS}": frozenset({ON_OFF_SERVICES["lock", service]})
         for service, intent in _ON_OFF_INTENTS.items()
     },
     "HassLightSet": frozenset({"turn_on"}),
@@ -218,7 +226,7 @@ async def async_recognize(
             loaded.intents,
             await hass.async_add_executor_job(first_words, loaded.intents),
         )
-    if result is not None and not (words and _joins_another(result, language, words[1])):
+    if result is not None and not (words and _misread(result, language, words[1])):
         values = {key: entity.value for key, entity in result.entities.items() if entity.value is not None}
         slots = {key: str(value) for key, value in values.items()}
         texts = {key: entity.text for key, entity in result.entities.items() if entity.text}
@@ -230,19 +238,29 @@ async def async_recognize(
     )
 
 
-def _joins_another(result: RecognizeResult, language: str, words: FirstWords) -> bool:
-    """Whether HA's reading took a second request for part of a free-text slot ("mets
-    l'enceinte en pause et ferme les rideaux" read as playing "l'enceinte en pause et
-    ferme les rideaux"): a joining word, then a verb its sentences start with."""
+def _misread(result: RecognizeResult, language: str, words: FirstWords) -> bool:
+    """Whether HA's reading took more than a title for a free-text slot: a second request
+    ("mets l'enceinte en pause et ferme les rideaux" read as playing "l'enceinte en pause
+    et ferme les rideaux": a joining word, then a verb its sentences start with), or a
+    kind of device that nothing plays ("pon todas las luces del salón" read as playing
+    "todas las luces" there)."""
     joining = _JOINING.get(base_language(language))
-    if joining is None:
-        return False
     for entity in result.entities.values():
-        if entity.is_wildcard and isinstance(entity.value, str):
-            for match in re.finditer(rf"(?<!\w)(?:{joining})\s+(\w+)", entity.value.casefold()):
-                if _starts_as(match.group(1), words.actions):
-                    return True
+        if not (entity.is_wildcard and isinstance(entity.value, str)):
+            continue
+        value = entity.value.casefold()
+        for match in re.finditer(rf"(?<!\w)(?:{joining})\s+(\w+)", value) if joining else ():
+            if _starts_as(match.group(1), words.actions):
+                return True
+        if any(
+            k not in _PLAYED_KINDS and re.search(rf"(?<!\w){re.escape(w)}(?!\w)", value) for w, k in words.kind_words
+        ):
+            return True
     return False
+
+
+# Kinds of device said in a request for something to play ("pon música en el salón").
+_PLAYED_KINDS = frozenset({"music", "tv", "speaker", "volume"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,20 +555,29 @@ _COUNTED = re.compile(
 )
 
 
-# Verbs that raise or lower a cover, which HA's sentences of the language lack ("remonte
-# les volets": the 0.5B closed them): asked first of a cover, whatever else they may mean.
-_COVER_VERBS: dict[str, tuple[tuple[re.Pattern[str], frozenset[str]], ...]] = {
+# Words for an action that HA's sentences of the language do not start with, asked first
+# of a device that has it, whatever else the verb may mean: raising or lowering a cover
+# ("remonte les volets": the 0.5B closed them), a pause said as a noun ("Pon en pausa el
+# altavoz": it played; "Mach mal Pause mit der Musik": it muted), and a lock "closed with
+# the key".
+_PAUSE = frozenset({"media_pause"})
+_ASKED_FIRST: dict[str, tuple[tuple[re.Pattern[str], frozenset[str]], ...]] = {
     "de": (
         (re.compile(r"\b(?:hoch|rauf|hochfahren|hochziehen)\b"), frozenset({"open_cover"})),
         (re.compile(r"\b(?:runter|herunter|runterfahren|runterlassen|herunterlassen)\b"), frozenset({"close_cover"})),
+        (re.compile(r"\b(?:pause|pausier\w*)\b"), _PAUSE),
     ),
     "fr": (
         (re.compile(r"\b(?:re)?mont(?:e|es|ez|er)\b"), frozenset({"open_cover"})),
         (re.compile(r"\b(?:re)?descend(?:s|ez|re)?\b"), frozenset({"close_cover"})),
+        (re.compile(r"\bpause\b"), _PAUSE),
+        # "Ferme la porte à clé" is locking it (the 0.5B asked to unlock it).
+        (re.compile(r"\bà clé\b"), frozenset({"lock"})),
     ),
     "es": (
         (re.compile(r"\bsub(?:e|a|an|ir)\b"), frozenset({"open_cover"})),
         (re.compile(r"\bbaj(?:a|e|en|ar)\b"), frozenset({"close_cover"})),
+        (re.compile(r"\bpausa\w*\b"), _PAUSE),
     ),
 }
 
@@ -558,14 +585,14 @@ _COVER_VERBS: dict[str, tuple[tuple[re.Pattern[str], frozenset[str]], ...]] = {
 def asked_services(text: str, reading: Recognized, language: str = "") -> tuple[frozenset[str], ...]:
     """The services a request (or a part of one) asks for: those of HA's reading, or
     unrecognised, a service that sets the value it says ("baisse le plafonnier à 20 %"
-    is a brightness, not off), else those its verb starts; of a cover, first what its
-    verb for raising or lowering one says."""
+    is a brightness, not off), else those its verb starts; first, the one action its
+    words say that HA's sentences do not start with (`_ASKED_FIRST`)."""
     if reading.intent is None and (_PERCENT.search(text) or _DEGREES.search(text)):
         return VALUE_SERVICES
     folded = text.casefold()
-    covers = [s for p, s in _COVER_VERBS.get(base_language(language), ()) if p.search(folded)]
-    if reading.intent is None and len(covers) == 1:
-        return (covers[0], *reading.services)
+    first = [s for p, s in _ASKED_FIRST.get(base_language(language), ()) if p.search(folded)]
+    if reading.intent is None and len(first) == 1:
+        return (first[0], *reading.services)
     return reading.services
 
 
@@ -592,7 +619,11 @@ def named_parts(
         if not (part.entity_ids or part.kinds or part.areas or part.floors or part.partly):
             return ()
         share, degrees = said_share(text, language), said_degrees(text)
-        services = (asked_services(text, reading, language) if reading else ()) or services
+        # A part that says no verb ("ferme les volets et les rideaux") takes the one before's
+        # (its first word, an article, starts sentences of every kind: the 0.5B opened them).
+        verbless = bool(named) and reading is not None and reading.intent is None
+        verbless = verbless and says_no_verb(text, base_language(language))
+        services = (asked_services(text, reading, language) if reading and not verbless else ()) or services
         if whole and reading is not None and reading.intent is None and services and services[0] > whole[0]:
             services = whole
         services = VALUE_SERVICES if share is not None or degrees is not None else services
@@ -775,16 +806,20 @@ def first_words(intents: Intents) -> FirstWords:
     for name, intent in intents.intents.items():
         if name in NOTHING_INTENTS:
             continue
-        words = questions if name in QUESTION_INTENTS else by_intent.setdefault(name, set())
         for data in intent.data:
+            # An on/off intent's sentences for locks alone are an intent of their own here.
+            domains = (data.requires_context or {}).get("domain") or (data.slots or {}).get("domain")
+            locks = name in _ON_OFF_INTENTS.values() and domains in ("lock", ["lock"])
+            key = f"{name}{_LOCKS}" if locks else name
+            words = questions if name in QUESTION_INTENTS else by_intent.setdefault(key, set())
             for sentence in data.sentences:
                 starts = _edge(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
                 words |= starts
                 if name not in QUESTION_INTENTS:
                     ends = _edge(sentence.expression, {**rules, **data.expansion_rules}, frozenset(), last=True)[0]
-                    sentences.setdefault(name, []).append((frozenset(starts), frozenset(ends)))
-        if name not in QUESTION_INTENTS:
-            actions |= words
+                    sentences.setdefault(key, []).append((frozenset(starts), frozenset(ends)))
+            if name not in QUESTION_INTENTS:
+                actions |= words
     skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in intents.skip_words}, key=len, reverse=True)
     intents_words = {i: frozenset(words) for i, words in by_intent.items()}
     by_sentence = {i: tuple(pairs) for i, pairs in sentences.items()}

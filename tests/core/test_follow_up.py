@@ -218,6 +218,26 @@ def test_the_turn_before_again(text: str, again: bool) -> None:
     assert is_again(text) == again
 
 
+@pytest.mark.parametrize(
+    ("text", "language", "again"),
+    [
+        ("Et la lumière de l'entrée aussi", "fr", True),
+        ("La lampe du salon aussi", "fr", True),
+        ("Et allume la cuisine", "fr", False),
+        ("Allume-la aussi", "fr", False),
+        ("Et la lampe du salon ?", "fr", False),
+        ("Et le salon à 30 %", "fr", False),
+        ("Y la luz del pasillo también", "es", True),
+        ("Y apaga la tele", "es", False),
+        ("Und die Stehlampe auch", "de", True),
+        ("Und mach die Stehlampe aus", "de", False),
+        ("Und die Stehlampe auch", "it", False),
+    ],
+)
+def test_the_turn_before_again_in_other_languages(text: str, language: str, again: bool) -> None:
+    assert is_again(text, language) == again
+
+
 def test_again_on_other_devices() -> None:
     before = [ToolCall("light", {"entity_id": "light.kitchen", "action": "turn_off"})]
     heater, blinds = entity("switch.towel_heater"), entity("cover.blinds")

@@ -283,6 +283,30 @@ async def test_each_part_is_done_with_its_own_verb_and_no_value_unsaid(
     assert '"close_cover"' in second and '"open_cover"' not in second and "get_state" not in second
 
 
+@pytest.mark.parametrize(
+    ("request_text", "language"),
+    [
+        ("Ferme vite Kitchen Window et la Hall Window", "fr"),
+        ("Cierra rápido Kitchen Window y la Hall Window", "es"),
+        ("Schließe schnell Kitchen Window und die Hall Window", "de"),
+    ],
+)
+async def test_a_part_without_a_verb_takes_the_verb_before_it(
+    hass: HomeAssistant, model_agent: MockConfigEntry, request_text: str, language: str
+) -> None:
+    """ "Ferme les volets et les rideaux": the second part says no verb (its article starts
+    sentences of every kind), so it closes as the first does (the 0.5B opened the
+    curtains); and "cierra", "schließe" (which also start locking a lock) open no cover."""
+    kitchen = XML.render(ToolCall("cover", {"entity_id": "cover.kitchen_window", "action": "close_cover"}))
+    hall = XML.render(ToolCall("cover", {"entity_id": "cover.hall_window", "action": "close_cover"}))
+    engine = script(model_agent, kitchen, hall)
+    await ask(hass, request_text, language)
+    grammars = [request.grammar or "" for request in engine.requests]
+    assert len(grammars) == 2, grammars
+    for grammar in grammars:
+        assert '"close_cover"' in grammar and '"open_cover"' not in grammar
+
+
 def test_a_value_is_said_by_a_number_or_the_languages_words_for_one() -> None:
     """Only where no value is said at all are levels left out; where the words for
     values of a language are not known here, the model decides."""
@@ -329,6 +353,17 @@ async def test_a_second_request_is_not_read_as_what_to_play(hass: HomeAssistant,
     played = await async_recognize(hass, "Joue du jazz et du blues sur Living Room", "fr")
     assert played is not None and played.intent == "HassMediaSearchAndPlay"
     assert played.slots["search_query"] == "du jazz et du blues"
+
+
+async def test_a_kind_of_device_is_not_read_as_what_to_play(hass: HomeAssistant, agent: MockConfigEntry) -> None:
+    """HA's Spanish sentences read "pon todas las luces del salón" as playing "todas las
+    luces" there (the 0.5B then switched one light on; here, on the player Living Room):
+    lights are nothing to play; music is."""
+    lights = await async_recognize(hass, "Pon todas las luces en Living Room", "es")
+    assert lights is not None and lights.intent is None and "turn_on" in lights.services[0]
+    assert lights.said is not None and lights.said.kinds == ("light",) and lights.said.every
+    music = await async_recognize(hass, "Pon música en Living Room", "es")
+    assert music is not None and music.intent == "HassMediaSearchAndPlay"
 
 
 async def test_half_said_in_words_is_half(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
@@ -405,13 +440,48 @@ async def test_a_question_about_outdoors_reads_the_outdoor_sensor(
     assert engine.requests == []
 
 
-def test_a_verb_for_raising_a_cover_opens_it() -> None:
-    """ "Remonte les volets" (HA's French sentences lack it): opening first, for a cover."""
+@pytest.mark.parametrize(
+    ("first", "again", "language"),
+    [
+        ("Allume Bed Light", "Et la Kitchen Lights aussi", "fr"),
+        ("Enciende Bed Light", "Y la Kitchen Lights también", "es"),
+        ("Schalte Bed Light ein", "Und die Kitchen Lights auch", "de"),
+    ],
+)
+async def test_the_turn_before_again_in_other_languages(
+    hass: HomeAssistant, model_agent: MockConfigEntry, first: str, again: str, language: str
+) -> None:
+    """ "Et la lumière de l'entrée aussi" after switching a light on switches that one on
+    too, without the model (the 0.5B switched it off)."""
+    await hass.services.async_call("light", "turn_off", {"entity_id": "all"}, blocking=True)
+    bed_light = XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"}))
+    engine = script(model_agent, bed_light)
+    _speech, conversation_id = await ask(hass, first, language)
+    asked = len(engine.requests)
+    speech, _conversation_id = await ask(hass, again, language, conversation_id)
+    assert hass.states.get("light.kitchen_lights").state == "on", speech  # type: ignore[union-attr]
+    assert len(engine.requests) == asked
+
+
+def test_words_for_an_action_that_no_sentence_starts_with_ask_it_first() -> None:
+    """ "Remonte les volets" (HA's French sentences lack it): opening first, for a cover;
+    a pause said as a noun ("Pon en pausa el altavoz": the 0.5B played it), pausing;
+    "ferme … à clé", locking."""
     unread = Recognized(None, {}, question=False, likely=frozenset())
     assert asked_services("Remonte complètement les volets", unread, "fr") == (frozenset({"open_cover"}),)
     assert asked_services("Rollladen runter", unread, "de") == (frozenset({"close_cover"}),)
     assert asked_services("Sube la persiana", unread, "es")[0] == frozenset({"open_cover"})
     assert asked_services("Remonte les volets", unread, "it") == ()
+    playing = Recognized(None, {}, question=False, likely=frozenset({"HassTurnOn", "HassMediaUnpause"}))
+    for text, language in (
+        ("Pon en pausa el altavoz", "es"),
+        ("Mach mal kurz Pause mit der Musik", "de"),
+        ("Mets l'enceinte en pause", "fr"),
+    ):
+        assert asked_services(text, playing, language)[0] == frozenset({"media_pause"}), text
+    assert asked_services("Pon la música", playing, "es")[0] != frozenset({"media_pause"})
+    closing = Recognized(None, {}, question=False, likely=frozenset({"HassTurnOff"}))
+    assert asked_services("Ferme la porte d'entrée à clé", closing, "fr")[0] == frozenset({"lock"})
 
 
 def test_a_level_said_with_its_unit_is_that_level() -> None:

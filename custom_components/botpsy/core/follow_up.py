@@ -393,13 +393,60 @@ def says_an_action(text: str) -> bool:
     return bool(_OWN_VERB.search(text))
 
 
-def is_again(text: str) -> bool:
+def is_again(text: str, language: str = "en") -> bool:
     """Whether `text` asks for the turn before again, on something else: it says so
     ("and …", "… too", "same for …") and has no verb or value of its own. "And the bed
     light?" may ask about it as well: that is the model's to read."""
+    if language != "en":
+        return _again_in(text, language)
     rest = re.sub(r"^\W*(?:and )?(?:what|how) about\b", "", text, flags=re.IGNORECASE)
     asked = rest == text and text.rstrip().endswith("?")
     return bool(_AGAIN.search(text)) and not _OWN_VERB.search(rest) and not asked
+
+
+# "Et la lumière de l'entrée aussi", "Y la luz del pasillo también", "Und die Stehlampe
+# auch": the turn before again, said in German, French or Spanish by what it is about
+# alone (the 0.5B switched the light off after "switch on"). By language: the word that
+# joins it, the words that add it, and the articles that start what is said without a
+# verb (a request in these languages says its verb first).
+_OTHER_AGAIN: dict[str, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {
+    "de": (
+        re.compile(r"^\W*und\b"),
+        re.compile(r"\b(?:auch|ebenfalls)\W*$"),
+        re.compile(r"^(?:der|die|das|den|dem)\b"),
+    ),
+    "fr": (
+        re.compile(r"^\W*et\b"),
+        re.compile(r"\b(?:aussi|également)\W*$"),
+        re.compile(r"^(?:le|la|les|l['\u2019]|du|des|de la|de l['\u2019])"),
+    ),
+    "es": (
+        re.compile(r"^\W*y\b"),
+        re.compile(r"\b(?:también|igualmente)\W*$"),
+        re.compile(r"^(?:el|la|los|las|lo|del)\b"),
+    ),
+}
+
+
+def says_no_verb(text: str, language: str) -> bool:
+    """Whether `text`, in German, French or Spanish, starts with an article past the
+    word that joins it: it has no verb of its own ("… et les rideaux")."""
+    found = _OTHER_AGAIN.get(language)
+    if found is None:
+        return False
+    said = text.casefold().strip()
+    return bool(found[2].search(found[0].sub("", said).strip()))
+
+
+def _again_in(text: str, language: str) -> bool:
+    """`is_again` in another language (see `_OTHER_AGAIN`): never a question, a value, or
+    a pronoun joined to a verb ("allume-la aussi")."""
+    found = _OTHER_AGAIN.get(language)
+    said = text.casefold().strip()
+    if found is None or said.endswith("?") or re.search(r"\d|%|,|\w-\w", said):
+        return False
+    joining, adding, _article = found
+    return bool((joining.search(said) or adding.search(said)) and says_no_verb(said, language))
 
 
 # The services that do the same on another domain's devices (switching on or off, no data).
