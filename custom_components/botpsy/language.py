@@ -835,6 +835,40 @@ def first_words(intents: Intents) -> FirstWords:
     )
 
 
+# Per language: the intents HA loaded, and their words for states (`state_words`).
+_STATE_WORDS: dict[str, tuple[Intents, dict[str, dict[str, str]]]] = {}
+
+
+async def async_state_words(hass: HomeAssistant, language: str, intents: Intents) -> dict[str, dict[str, str]]:
+    """`state_words` of the intents HA loaded for `language`, worked out once per load."""
+    known = _STATE_WORDS.get(language)
+    if known is None or known[0] is not intents:
+        known = _STATE_WORDS[language] = (intents, await hass.async_add_executor_job(state_words, intents))
+    return known[1]
+
+
+def state_words(intents: Intents) -> dict[str, dict[str, str]]:
+    """The words of the language of `intents` for the states a question may ask a device
+    of, by its domain: HA's own lists for its yes-or-no questions ("abierta" of a window
+    sensor is "on", "allumée" of a light "on"), as its HassGetState sentences use them."""
+    lists: dict[str, set[str]] = {}
+    for data in intents.intents["HassGetState"].data if "HassGetState" in intents.intents else ():
+        domains = (data.requires_context or {}).get("domain") or (data.slots or {}).get("domain") or ()
+        rules = {**intents.expansion_rules, **(data.expansion_rules or {})}
+        used = {name for sentence in data.sentences for name in sentence.list_names(rules) if name.endswith("_states")}
+        for domain in [domains] if isinstance(domains, str) else domains:
+            lists.setdefault(str(domain), set()).update(used)
+    found: dict[str, dict[str, str]] = {}
+    for domain, names in lists.items():
+        for name in sorted(names):
+            slot_list = intents.slot_lists.get(name)
+            for value in slot_list.values if isinstance(slot_list, TextSlotList) else ():
+                out = value.value_out[0] if isinstance(value.value_out, list) else value.value_out
+                for text in sample_expression(value.text_in):
+                    found.setdefault(domain, {}).setdefault(" ".join(text.casefold().split()), str(out))
+    return found
+
+
 def _kind_words(intents: Intents) -> tuple[tuple[str, str], ...]:
     """The words for kinds of device in the language of `intents`: those of its cover
     classes (HA's `cover_classes` list), and BotPsy's for lights and fans; longest first."""

@@ -10,7 +10,8 @@ translations of the state and of its attributes, and BotPsy's few phrases of its
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+import re
 from typing import Any
 
 from homeassistant.components.conversation.agent_manager import get_agent_manager
@@ -20,7 +21,7 @@ from homeassistant.helpers import template, translation
 
 from .const import DOMAIN
 from .core.reply import attribute_value
-from .language import SAID_BY
+from .language import SAID_BY, async_state_words
 
 # A light's brightness or color said as HA's HassLightSet says it.
 _LIGHT_SET = {"brightness": "brightness", "brightness_pct": "brightness", "rgb_color": "color", "color_name": "color"}
@@ -39,16 +40,22 @@ class Phrases:
     responses: Mapping[str, Any]  # HA's intent responses: intent -> key -> template
     own: Mapping[str, str]  # BotPsy's translated phrases
     translated: Mapping[str, str]  # HA's translations of the devices' domains
+    # HA's words for the states its questions ask of, by domain (`language.state_words`).
+    asked_states: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def say(self, key: str, **placeholders: str) -> str:
         """One of BotPsy's own phrases, with its placeholders."""
         text = self.own.get(f"component.{DOMAIN}.exceptions.reply_{key}.message") or key
         return text.format(**placeholders)
 
-    def _render(self, text: str, slots: Mapping[str, Any], entity_id: str | None) -> str | None:
+    def _render(
+        self, text: str, slots: Mapping[str, Any], entity_id: str | None, *, matched: bool = True
+    ) -> str | None:
         state = self.hass.states.get(entity_id) if entity_id else None
         said = template.TemplateState(self.hass, state) if state else None
-        variables = {"slots": dict(slots), "state": said, "query": {"matched": [said] if said else [], "unmatched": []}}
+        found = [said] if said else []
+        query = {"matched": found if matched else [], "unmatched": [] if matched else found}
+        variables = {"slots": dict(slots), "state": said, "query": query}
         try:
             said = template.Template(text, self.hass).async_render(variables, parse_result=False)
         except TemplateError:
@@ -88,10 +95,31 @@ class Phrases:
                 sentences.setdefault((said or self.say("done")).rstrip("."), []).append(name)
         return " ".join(f"{s}: {', '.join(dict.fromkeys(n))}." if n else s for s, n in sentences.items())
 
-    def states(self, results: Sequence[Mapping[str, Any]]) -> str:
-        """The facts read for a question, a sentence per device, in HA's translated words."""
+    def states(self, results: Sequence[Mapping[str, Any]], asked: str = "") -> str:
+        """The facts read for a question, a sentence per device, in HA's translated words;
+        where it `asked` whether one device is in a state, HA's yes or no first."""
         states = [r["state"] for r in results if isinstance(r.get("state"), Mapping)]
         states += [s for r in results for s in r.get("entities") or () if isinstance(s, Mapping) and "state" in s]
+        said = self._facts(states)
+        answer = self._yes_or_no(asked, states[0]) if len(states) == 1 and asked else None
+        return f"{answer}, {said}" if answer and said else said
+
+    def _yes_or_no(self, asked: str, state: Mapping[str, Any]) -> str | None:
+        """HA's "Sí" or "Nein" to a question that names one state of the device read
+        ("¿Está abierta la ventana del dormitorio?", which HA's sentences do not read:
+        they say the state after the name); None where it names none, or several."""
+        entity_id = str(state.get("entity_id") or "")
+        words = self.asked_states.get(entity_id.split(".", 1)[0], {})
+        text = asked.casefold()
+        named = {out for word, out in words.items() if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text)}
+        template_text = (self.responses.get("HassGetState") or {}).get("one_yesno")
+        if len(named) != 1 or not template_text:
+            return None
+        rendered = self._render(template_text, {}, entity_id, matched=named == {state.get("state")})
+        # Its first word: the rest of HA's answer says the state untranslated.
+        return rendered.split(",")[0].split()[0] if rendered else None
+
+    def _facts(self, states: Sequence[Mapping[str, Any]]) -> str:
         sentences = []
         for state in states:
             domain = str(state.get("entity_id", "")).split(".", 1)[0]
@@ -132,4 +160,5 @@ async def async_phrases(hass: HomeAssistant, language: str, domains: Iterable[st
         **await translation.async_get_translations(hass, language, "entity_component", domains),
         **await translation.async_get_translations(hass, language, "services", domains),
     }
-    return Phrases(hass, language, loaded.intent_responses if loaded else {}, own, translated)
+    asked_states = await async_state_words(hass, language, loaded.intents) if loaded else {}
+    return Phrases(hass, language, loaded.intent_responses if loaded else {}, own, translated, asked_states)

@@ -411,7 +411,7 @@ class Scope:
     def said_states(self, results: list[dict[str, Any]]) -> str:
         """The states a question read, in the request's language."""
         if self.phrases:
-            return self.phrases.states(results)
+            return self.phrases.states(results, self.utterance if self.question else "")
         return describe_states(results, days_asked(self.utterance, dt_util.now().date()))
 
     def sorry(self, key: str, english: str) -> str:

@@ -72,6 +72,32 @@ async def test_a_french_question_has_sentences_read_gets_has_french_answer(
     assert engine.requests == []
 
 
+@pytest.mark.parametrize(
+    ("asked", "on", "answer"),
+    [
+        (("¿Está encendida Bed Light?", "es"), True, "Sí, Bed Light: "),
+        (("¿Está apagada Bed Light?", "es"), True, "No, Bed Light: "),
+        (("Ist Bed Light denn an?", "de"), False, "Nein, Bed Light: aus."),
+        (("Ist Bed Light denn an?", "de"), True, "Ja, Bed Light: "),
+        (("Bed Light, elle est allumée là ?", "fr"), True, "Oui, Bed Light: allumé"),
+        (("¿Cómo está Bed Light?", "es"), True, "Bed Light: "),
+    ],
+)
+async def test_a_question_of_one_state_hass_sentences_miss_gets_has_yes_or_no(
+    hass: HomeAssistant, model_agent: MockConfigEntry, asked: tuple[str, str], on: bool, answer: str
+) -> None:
+    """ "¿Está abierta la ventana?" (HA's Spanish sentences say the state after the name):
+    the model reads the device, and the answer starts with HA's own yes or no for the
+    state the question names (the reply said how it was, with no "sí"); none where it
+    names no state."""
+    await hass.services.async_call("light", "turn_on" if on else "turn_off", {"entity_id": "light.bed_light"})
+    await hass.async_block_till_done()
+    engine = script(model_agent, XML.render(ToolCall("get_state", {"entity_id": "light.bed_light"})))
+    speech, _conversation_id = await ask(hass, *asked)
+    assert speech.startswith(answer), speech
+    assert len(engine.requests) == 1, "HA's sentences read it: the test asks nothing of them"
+
+
 async def test_an_unlock_asked_in_french_waits_for_oui(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     engine = script(agent, UNLOCK, UNLOCK)
     speech, conversation_id = await ask(hass, "Déverrouille Front Door", "fr")
