@@ -141,6 +141,9 @@ async def test_restored_snapshot_gives_the_same_answer(tiny_models: dict[str, Pa
 
 
 async def test_closing_the_stream_cancels_and_the_next_request_works(engine: EmbeddedEngine) -> None:
+    """Closed halfway, the generation is cancelled with it (not later, by a task of the
+    garbage collector's, after the lock went to the next request)."""
+    before = asyncio.all_tasks()
     stream = engine.generate(GenerateRequest(prompt="x", grammar=ENDLESS_GRAMMAR, max_tokens=400))
     received = 0
     async for event in stream:
@@ -149,6 +152,8 @@ async def test_closing_the_stream_cancels_and_the_next_request_works(engine: Emb
         if received == 3:
             break
     await stream.aclose()  # type: ignore[attr-defined]
+    await asyncio.sleep(0)
+    assert [t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()] == []
     text, finished = await run(engine, GenerateRequest(prompt="y", grammar=CALL_GRAMMAR, max_tokens=40))
     assert text.startswith("<tool_call>") and finished.reason == "stop"
 

@@ -474,6 +474,7 @@ async def test_llama_server_with_two_slots_serves_two_generations_at_once(
     grammar = "root ::= [a-z]{20,30}"
     first = engine.generate(GenerateRequest(prompt=prompt, grammar=grammar, max_tokens=40, temperature=0.0))
     second = engine.generate(GenerateRequest(prompt=prompt + "x", grammar=grammar, max_tokens=40, temperature=0.0))
+    before = asyncio.all_tasks()
     try:
         await anext(first)  # the first holds its slot, half read
         # ... and the second is answered meanwhile (queued, it would wait for ever).
@@ -481,6 +482,10 @@ async def test_llama_server_with_two_slots_serves_two_generations_at_once(
     finally:
         await first.aclose()
         await second.aclose()
+    # Closed halfway, each closed its streams with it: none is left to a task of its own
+    # (the garbage collector's, which held the slot until it ran).
+    await asyncio.sleep(0)
+    assert [t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()] == []
 
 
 async def test_several_generations_at_once_all_finish(two_slot_server: str, session: aiohttp.ClientSession) -> None:

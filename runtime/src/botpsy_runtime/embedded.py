@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 import contextlib
 from dataclasses import asdict, dataclass, field
 import itertools
@@ -240,7 +240,7 @@ class EmbeddedEngine:
         assert self._process is not None
         return self._process
 
-    async def _request(self, message: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def _request(self, message: dict[str, Any]) -> AsyncGenerator[dict[str, Any]]:
         """Send one request and yield its replies until the final one.
 
         A worker found dead or hung before it took the request up (it died or froze while
@@ -318,8 +318,8 @@ class EmbeddedEngine:
 
     async def async_count_tokens(self, text: str) -> int:
         """Tokens `text` takes, as the worker's model tokenizes it."""
-        async with self._lock:
-            async for reply in self._request({"op": "tokenize", "text": text}):
+        async with self._lock, contextlib.aclosing(self._request({"op": "tokenize", "text": text})) as replies:
+            async for reply in replies:
                 return int(reply["result"])
         raise EngineError("No token count returned")
 
@@ -331,8 +331,8 @@ class EmbeddedEngine:
         return await self._prefills.run(self._prefill(prompt), quiet)
 
     async def _prefill(self, prompt: str) -> Timings:
-        async with self._lock:
-            async for reply in self._request({"op": "prefill", "prompt": prompt}):
+        async with self._lock, contextlib.aclosing(self._request({"op": "prefill", "prompt": prompt})) as replies:
+            async for reply in replies:
                 return Timings(**reply["result"])
         raise EngineError("No prefill result returned")
 
@@ -360,13 +360,16 @@ class EmbeddedEngine:
         waited = time.monotonic()
         async with self._lock:
             queued = time.monotonic() - waited
-            async for reply in self._request(message):
-                if "text" in reply:
-                    yield TextDelta(reply["text"])
-                elif "done" in reply:
-                    timings = Timings(**reply["done"]["timings"], queued_seconds=queued)
-                    self.last_timings = timings
-                    yield Finished(reply["done"]["reason"], timings)
+            # Closed with this stream, so that a generation left halfway is cancelled before
+            # the lock goes to the next (left to the garbage collector, it was later).
+            async with contextlib.aclosing(self._request(message)) as replies:
+                async for reply in replies:
+                    if "text" in reply:
+                        yield TextDelta(reply["text"])
+                    elif "done" in reply:
+                        timings = Timings(**reply["done"]["timings"], queued_seconds=queued)
+                        self.last_timings = timings
+                        yield Finished(reply["done"]["reason"], timings)
 
     async def async_health(self) -> EngineHealth:
         """Whether the worker answers a ping within 5 seconds, and the state snapshots it keeps."""
@@ -383,8 +386,8 @@ class EmbeddedEngine:
         """The state snapshots the worker keeps: how many (`snapshots`) and their bytes
         (`snapshot_bytes`). Raises TimeoutError when the worker does not answer in 5 seconds."""
         memory: dict[str, int] = {}
-        async with asyncio.timeout(5), self._lock:
-            async for reply in self._request({"op": "ping"}):
+        async with asyncio.timeout(5), self._lock, contextlib.aclosing(self._request({"op": "ping"})) as replies:
+            async for reply in replies:
                 memory = reply["result"]
         return memory
 

@@ -17,7 +17,7 @@ text answer, where nothing is forced, gets the rest of its tokens from one reque
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 import contextlib
 from dataclasses import dataclass
 import json
@@ -259,10 +259,13 @@ class RemoteEngine:
             queued = time.monotonic() - waited
             state = self._grammar_state(request)
             events = _FastForward(self, request, state).run() if state is not None else self._generate(request)
-            async for event in events:
-                if isinstance(event, Finished):
-                    event.timings.queued_seconds = queued
-                yield event
+            # Each stream below is closed with this one (left to the garbage collector, a
+            # stream read halfway was closed later by a task of its own, holding its slot).
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    if isinstance(event, Finished):
+                        event.timings.queued_seconds = queued
+                    yield event
 
     def _grammar_state(self, request: GenerateRequest) -> gbnf.State | None:
         """Where a raw-prompt request's grammar starts, if it gets the fast path."""
@@ -301,7 +304,7 @@ class RemoteEngine:
         self._splits[text] = split
         return split
 
-    async def _generate(self, request: GenerateRequest) -> AsyncIterator[GenerateEvent]:
+    async def _generate(self, request: GenerateRequest) -> AsyncGenerator[GenerateEvent]:
         path, body = self._body(request)
         started = time.monotonic()
         first_at: float | None = None
@@ -316,17 +319,18 @@ class RemoteEngine:
                     detail = _error_detail(await response.text())
                     raise EngineError(f"The server answered HTTP {response.status}: {detail}")
                 complete = False  # a final event or [DONE] came
-                async for event in _sse(response):
-                    if event is _DONE:
-                        complete = True
-                        break
-                    text, finish = _event_text(event, calls)
-                    if text:
-                        first_at = first_at or time.monotonic()
-                        yield TextDelta(text)
-                    reason = _FINISH.get(finish or "", reason)
-                    complete = complete or finish is not None or event.get("stop") is True
-                    _update_timings(timings, event)
+                async with contextlib.aclosing(_sse(response)) as events:
+                    async for event in events:
+                        if event is _DONE:
+                            complete = True
+                            break
+                        text, finish = _event_text(event, calls)
+                        if text:
+                            first_at = first_at or time.monotonic()
+                            yield TextDelta(text)
+                        reason = _FINISH.get(finish or "", reason)
+                        complete = complete or finish is not None or event.get("stop") is True
+                        _update_timings(timings, event)
                 if not complete:
                     raise EngineUnavailableError(f"The server at {self.options.base} ended its answer midway")
         except (aiohttp.ClientError, TimeoutError) as err:
@@ -414,18 +418,19 @@ class _FastForward:
         """Output tokens so far, sampled and forced."""
         return self.timings.decoded_tokens + self.timings.forced_tokens
 
-    async def run(self) -> AsyncIterator[GenerateEvent]:
+    async def run(self) -> AsyncGenerator[GenerateEvent]:
         body = {"content": self.prompt, "add_special": True, "parse_special": True}
         self._prompt_ids = task = asyncio.create_task(self.engine._post_json("/tokenize", body))
         try:
-            async for event in self._run():
-                yield event
+            async with contextlib.aclosing(self._run()) as events:
+                async for event in events:
+                    yield event
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, EngineError):
                 await task
 
-    async def _run(self) -> AsyncIterator[GenerateEvent]:
+    async def _run(self) -> AsyncGenerator[GenerateEvent]:
         while True:
             if self.last_piece is not None and await self._fast_forward():
                 if self._stopped():
@@ -439,11 +444,12 @@ class _FastForward:
                 self.reason = "length"
                 break
             finish = ""
-            async for event in self._ask(1 if self.stepping else budget):
-                if isinstance(event, str):
-                    finish = event
-                else:
-                    yield event
+            async with contextlib.aclosing(self._ask(1 if self.stepping else budget)) as asked:
+                async for event in asked:
+                    if isinstance(event, str):
+                        finish = event
+                    else:
+                        yield event
             if finish in ("eos", "word", "stop") or (finish == "limit" and not self.stepping):
                 self.reason = _FINISH.get(finish, "stop")
                 break
@@ -485,7 +491,7 @@ class _FastForward:
             body["stop"] = list(request.stop)
         return body
 
-    async def _ask(self, n_predict: int) -> AsyncIterator[TextDelta | str]:
+    async def _ask(self, n_predict: int) -> AsyncGenerator[TextDelta | str]:
         """One streamed /completion; yields text, then the server's stop type (a str)."""
         body = self._body(n_predict)
         ids: list[int] = []
@@ -499,23 +505,24 @@ class _FastForward:
                 if response.status != 200:
                     detail = _error_detail(await response.text())
                     raise EngineError(f"The server answered HTTP {response.status}: {detail}")
-                async for event in _sse(response):
-                    if event is _DONE:
-                        break
-                    ids += [int(t) for t in event.get("tokens") or []]
-                    if content := str(event.get("content", "")):
-                        if not self._follow(content) and n_predict == 1:
-                            # Asked again from the state before it, without the fast path.
-                            self.stepping = False
-                            self.last_piece = None
-                            yield "again"
-                            return
-                        self.text += content
-                        piece += content
-                        if text := self._release():
-                            yield TextDelta(text)
-                    if event.get("stop") is True:
-                        final = event
+                async with contextlib.aclosing(_sse(response)) as events:
+                    async for event in events:
+                        if event is _DONE:
+                            break
+                        ids += [int(t) for t in event.get("tokens") or []]
+                        if content := str(event.get("content", "")):
+                            if not self._follow(content) and n_predict == 1:
+                                # Asked again from the state before it, without the fast path.
+                                self.stepping = False
+                                self.last_piece = None
+                                yield "again"
+                                return
+                            self.text += content
+                            piece += content
+                            if text := self._release():
+                                yield TextDelta(text)
+                        if event.get("stop") is True:
+                            final = event
                 if final is None:
                     raise EngineUnavailableError(f"The server at {base} ended its answer midway")
         except (aiohttp.ClientError, TimeoutError) as err:
@@ -676,7 +683,7 @@ def _error_detail(body: str) -> str:
 _DONE: dict[str, Any] = {}  # `[DONE]`: the end of an OpenAI stream
 
 
-async def _sse(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+async def _sse(response: aiohttp.ClientResponse) -> AsyncGenerator[dict[str, Any]]:
     """Parse a server-sent-events body into JSON objects; `_DONE` at `data: [DONE]`.
 
     A body with no event in it (an HTML page, a proxy's error) is an error, not an empty
