@@ -24,6 +24,7 @@ from custom_components.botpsy.core.follow_up import (
     relative_change,
     said_by_name,
     says_an_action,
+    says_no_verb,
 )
 from custom_components.botpsy.core.home import HomeEntity
 
@@ -231,11 +232,28 @@ def test_the_turn_before_again(text: str, again: bool) -> None:
         ("Y apaga la tele", "es", False),
         ("Und die Stehlampe auch", "de", True),
         ("Und mach die Stehlampe aus", "de", False),
+        ("Und die Stehlampe aus", "de", False),
+        ("Und die Rollläden im Wohnzimmer auch", "de", True),
         ("Und die Stehlampe auch", "it", False),
     ],
 )
 def test_the_turn_before_again_in_other_languages(text: str, language: str, again: bool) -> None:
     assert is_again(text, language) == again
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "verbless"),
+    [
+        ("les rideaux", "fr", True),
+        ("las cortinas", "es", True),
+        ("die Rollläden", "de", True),
+        ("die Deckenlampe im Schlafzimmer aus", "de", False),  # German may say its verb last
+        ("die Stehlampe ausschalten", "de", False),
+        ("éteins le plafonnier", "fr", False),
+    ],
+)
+def test_a_part_says_no_verb_of_its_own(text: str, language: str, verbless: bool) -> None:
+    assert says_no_verb(text, language) == verbless
 
 
 def test_again_on_other_devices() -> None:

@@ -408,7 +408,7 @@ def is_again(text: str, language: str = "en") -> bool:
 # auch": the turn before again, said in German, French or Spanish by what it is about
 # alone (the 0.5B switched the light off after "switch on"). By language: the word that
 # joins it, the words that add it, and the articles that start what is said without a
-# verb (a request in these languages says its verb first).
+# verb (a request in these languages says its verb first, or in German also last).
 _OTHER_AGAIN: dict[str, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {
     "de": (
         re.compile(r"^\W*und\b"),
@@ -428,13 +428,24 @@ _OTHER_AGAIN: dict[str, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]
 }
 
 
+# German may say its verb last, after the article ("und die Deckenlampe aus"): a particle
+# or a verb's end said last is a verb of its own.
+_GERMAN_VERB_LAST = re.compile(
+    r"\b(?:an|aus|auf|zu|ab|ein|hoch|runter|rauf|herunter|heller|dunkler|lauter|leiser|wärmer|kälter)\W*$"
+    r"|(?:schalten|machen|öffnen|schließen|schliessen|dimmen|stellen|fahren|drehen|setzen|lassen)\W*$"
+)
+
+
 def says_no_verb(text: str, language: str) -> bool:
     """Whether `text`, in German, French or Spanish, starts with an article past the
-    word that joins it: it has no verb of its own ("… et les rideaux")."""
+    word that joins it, and (in German) ends with no verb: it has no verb of its own
+    ("… et les rideaux", "und die Rollläden", not "und die Deckenlampe aus")."""
     found = _OTHER_AGAIN.get(language)
     if found is None:
         return False
     said = text.casefold().strip()
+    if language == "de" and _GERMAN_VERB_LAST.search(said):
+        return False
     return bool(found[2].search(found[0].sub("", said).strip()))
 
 
