@@ -87,7 +87,8 @@ def follow_up_calls(
     language = base_language(scope.phrases.language) if scope.phrases else "en"
     # In another language, besides a relative change, only the turn before again ("et la
     # lumière de l'entrée aussi").
-    earlier = turns(chat_log) if scope.english or is_again(scope.utterance, language) else []
+    again = is_again(scope.utterance, language)
+    earlier = turns(chat_log) if scope.english or again else []
     # "A bit brighter"; "a bit more" after a change of a level.
     change = relative_change(scope.utterance, language)
     if change is None and earlier and scope.english:
@@ -98,7 +99,7 @@ def follow_up_calls(
         return None
     if scope.english and ((item := added_item(scope.utterance)) is not None or is_done_with(scope.utterance)):
         return _list_calls(scope, earlier[-1], item)
-    if (correction and scope.english) or is_again(scope.utterance, language):
+    if (correction and scope.english) or again:
         return _again_calls(scope, earlier[-1], correction=correction and scope.english)
     return None
 

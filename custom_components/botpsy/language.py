@@ -25,7 +25,7 @@ from homeassistant.components import conversation
 from homeassistant.components.conversation.agent_manager import get_agent_manager
 from homeassistant.core import Context, HomeAssistant
 
-from .core.follow_up import says_an_action, says_no_verb
+from .core.follow_up import JOINING, says_an_action, says_no_verb
 from .core.home import HomeEntity
 from .core.policy import base_language
 from .core.requested import KINDS, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
@@ -244,7 +244,7 @@ def _misread(result: RecognizeResult, language: str, words: FirstWords) -> bool:
     et ferme les rideaux": a joining word, then a verb its sentences start with), or a
     kind of device that nothing plays ("pon todas las luces del salón" read as playing
     "todas las luces" there)."""
-    joining = _JOINING.get(base_language(language))
+    joining = JOINING.get(base_language(language))
     for entity in result.entities.values():
         if not (entity.is_wildcard and isinstance(entity.value, str)):
             continue
@@ -436,18 +436,6 @@ def named_by_slots(slots: dict[str, str], entities: tuple[HomeEntity, ...], inte
     )
 
 
-# Words that join two requests in one ("X and Y", "X, then Y"), by language.
-_JOINING = {
-    "en": r"and|then|also",
-    "de": r"und|sowie|dann|danach|anschließend",
-    "fr": r"et|puis|ensuite",
-    "es": r"y|e|luego|después",
-    "it": r"e|ed|poi|quindi",
-    "pt": r"e|depois|então",
-    "nl": r"en|dan|daarna",
-}
-
-
 def read_in_language(
     utterance: str, named: Named, entities: tuple[HomeEntity, ...], recognized: Recognized | None, language: str = ""
 ) -> tuple[Named, bool]:
@@ -468,7 +456,7 @@ def read_in_language(
         return named, utterance.rstrip().endswith("?")
     by_slots = named_by_slots(recognized.slots, entities, recognized.intent)
     named = replace(by_slots, levels=named.levels, share=named.share, degrees=named.degrees) if by_slots else named
-    joining = _JOINING.get(base_language(language))
+    joining = JOINING.get(base_language(language))
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):
         # Two requests in one, each with its own verb: a call for each device named.
         return replace(named, several=True, services=()), recognized.question
@@ -644,7 +632,7 @@ def named_parts(
 def joined_parts(utterance: str, language: str) -> list[str]:
     """The requests joined in `utterance` by its language's joining words ("X and then
     Y", "X, Y"); one part where nothing joins, or the language has no such words here."""
-    joining = _JOINING.get(base_language(language))
+    joining = JOINING.get(base_language(language))
     if not joining:
         return [utterance]
     parts = re.split(rf"\s*[,;]\s*(?:(?<!\w)(?:{joining})(?!\w)\s*)*|\s+(?:(?:{joining})(?!\w)\s*)+", utterance)

@@ -226,6 +226,8 @@ def test_the_turn_before_again(text: str, again: bool) -> None:
         ("La lampe du salon aussi", "fr", True),
         ("Et allume la cuisine", "fr", False),
         ("Allume-la aussi", "fr", False),
+        ("Et le sèche-serviettes aussi", "fr", True),  # a hyphen in a name is no pronoun
+        ("Puis la lumière de l'entrée", "fr", True),
         ("Et la lampe du salon ?", "fr", False),
         ("Et le salon à 30 %", "fr", False),
         ("Y la luz del pasillo también", "es", True),

@@ -404,28 +404,32 @@ def is_again(text: str, language: str = "en") -> bool:
     return bool(_AGAIN.search(text)) and not _OWN_VERB.search(rest) and not asked
 
 
+# Words that join two requests in one ("X and Y", "X, then Y"), by language.
+JOINING = {
+    "en": r"and|then|also",
+    "de": r"und|sowie|dann|danach|anschließend",
+    "fr": r"et|puis|ensuite",
+    "es": r"y|e|luego|después",
+    "it": r"e|ed|poi|quindi",
+    "pt": r"e|depois|então",
+    "nl": r"en|dan|daarna",
+}
 # "Et la lumière de l'entrée aussi", "Y la luz del pasillo también", "Und die Stehlampe
 # auch": the turn before again, said in German, French or Spanish by what it is about
-# alone (the 0.5B switched the light off after "switch on"). By language: the word that
-# joins it, the words that add it, and the articles that start what is said without a
-# verb (a request in these languages says its verb first, or in German also last).
-_OTHER_AGAIN: dict[str, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {
-    "de": (
-        re.compile(r"^\W*und\b"),
-        re.compile(r"\b(?:auch|ebenfalls)\W*$"),
-        re.compile(r"^(?:der|die|das|den|dem)\b"),
-    ),
+# alone (the 0.5B switched the light off after "switch on"): after a joining word
+# (`JOINING`), or with a word that adds it; and the articles that start what is said
+# without a verb (a request in these languages says its verb first, or in German also last).
+_OTHER_AGAIN: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
+    "de": (re.compile(r"\b(?:auch|ebenfalls)\W*$"), re.compile(r"^(?:der|die|das|den|dem)\b")),
     "fr": (
-        re.compile(r"^\W*et\b"),
         re.compile(r"\b(?:aussi|également)\W*$"),
         re.compile(r"^(?:le|la|les|l['\u2019]|du|des|de la|de l['\u2019])"),
     ),
-    "es": (
-        re.compile(r"^\W*y\b"),
-        re.compile(r"\b(?:también|igualmente)\W*$"),
-        re.compile(r"^(?:el|la|los|las|lo|del)\b"),
-    ),
+    "es": (re.compile(r"\b(?:también|igualmente)\W*$"), re.compile(r"^(?:el|la|los|las|lo|del)\b")),
 }
+# A pronoun joined to a French verb ("allume-la aussi"): an action of its own (a hyphen
+# alone is not: "le sèche-serviettes", "le rez-de-chaussée").
+_JOINED_PRONOUN = re.compile(r"\w-(?:le|la|les|lui|leur|moi|nous|vous|en|y)\b")
 
 
 # German may say its verb last, after the article ("und die Deckenlampe aus"): a particle
@@ -446,7 +450,12 @@ def says_no_verb(text: str, language: str) -> bool:
     said = text.casefold().strip()
     if language == "de" and _GERMAN_VERB_LAST.search(said):
         return False
-    return bool(found[2].search(found[0].sub("", said).strip()))
+    return bool(found[1].search(_joined_after(said, language)))
+
+
+def _joined_after(said: str, language: str) -> str:
+    """`said` past the joining word it starts with, if any ("et les rideaux": "les rideaux")."""
+    return re.sub(rf"^\W*(?:{JOINING[language]})\b", "", said).strip()
 
 
 def _again_in(text: str, language: str) -> bool:
@@ -454,10 +463,10 @@ def _again_in(text: str, language: str) -> bool:
     a pronoun joined to a verb ("allume-la aussi")."""
     found = _OTHER_AGAIN.get(language)
     said = text.casefold().strip()
-    if found is None or said.endswith("?") or re.search(r"\d|%|,|\w-\w", said):
+    if found is None or said.endswith("?") or re.search(r"\d|%|,", said) or _JOINED_PRONOUN.search(said):
         return False
-    joining, adding, _article = found
-    return bool((joining.search(said) or adding.search(said)) and says_no_verb(said, language))
+    joined = _joined_after(said, language) != said
+    return bool((joined or found[0].search(said)) and says_no_verb(said, language))
 
 
 # The services that do the same on another domain's devices (switching on or off, no data).
