@@ -636,7 +636,11 @@ def joined_parts(utterance: str, language: str) -> list[str]:
     if not joining:
         return [utterance]
     parts = re.split(rf"\s*[,;]\s*(?:(?<!\w)(?:{joining})(?!\w)\s*)*|\s+(?:(?:{joining})(?!\w)\s*)+", utterance)
-    return [p.strip() for p in parts if p and p.strip(" .!?")]
+    parts = [p.strip() for p in parts if p and p.strip(" .!?")]
+    # One word before a comma ("Finalement, referme-les à moitié") is no request of its own.
+    if len(parts) > 1 and len(_WORD.findall(parts[0])) == 1 and not _NUMBERS.search(parts[0]):
+        parts[:2] = [f"{parts[0]} {parts[1]}"]
+    return parts
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
@@ -660,6 +664,7 @@ class FirstWords:
     # Whether the language may say its verb last, after a place said first ("Im Flur
     # bitte das Licht ausschalten"): German and Dutch.
     verb_last: bool = False
+    language: str = ""  # the base language ("fr")
 
     def said(self, utterance: str, language: str) -> Said:
         """What the request's words say of kinds and places (see `Said`)."""
@@ -681,24 +686,46 @@ class FirstWords:
         levels = _LEVEL_WORDS.get(base_language(language))
         return Said(text, said, bool(every and every.search(text)), levels, tuple(before))
 
-    def _first(self, utterance: str) -> str:
-        """The request's first word past the skipped ones."""
+    def _past_skipped(self, utterance: str) -> tuple[str, bool]:
+        """The request's words past the skipped ones (and a pronoun elided before its verb:
+        "m'allumes"), and whether any was skipped."""
         text = " ".join(_WORD.findall(utterance.casefold()))
-        skipping = True
+        skipped, skipping = False, True
         while skipping:
             skipping = False
             for skip in self.skipped:
                 if text.startswith(skip + " "):
-                    text, skipping = text[len(skip) + 1 :], True
-        return text.split(" ", 1)[0]
+                    text, skipping, skipped = text[len(skip) + 1 :], True, True
+        return _ELIDED.sub("", text), skipped
+
+    def _first(self, utterance: str) -> str:
+        """The request's first word past the skipped ones, as a verb where it carries a
+        pronoun ("ábrelas", "referme-les": "abre", "ferme")."""
+        first = self._past_skipped(utterance)[0].split(" ", 1)[0]
+        if _starts_as(first, self.actions | self.questions):
+            return first
+        return next((verb for verb in _verbs_in(first, self.language) if _starts_as(verb, self.actions)), first)
 
     def asks(self, utterance: str) -> bool:
-        """Whether a request HA did not recognise is a question: it ends with a question
-        mark, and does not start (past the skipped words) as an action's sentences do."""
+        """Whether a request HA did not recognise is a question: it asks to be told
+        ("Dime si …", "Sag mir, ob …"), or it ends with a question mark and does not start
+        (past the skipped words) as an action's sentences do, nor (where the verb may come
+        last) end as one after a way of asking ("Kannst du das Licht anmachen?")."""
+        rest, skipped = self._past_skipped(utterance)
+        if (asking := _ASKING.get(self.language)) and asking.match(rest):
+            return True
         if not utterance.rstrip().endswith("?"):
             return False
         first = self._first(utterance)
-        return not (_starts_as(first, self.actions) and not _starts_as(first, self.questions))
+        if _starts_as(first, self.actions) and not _starts_as(first, self.questions):
+            return False
+        return not (skipped and self.verb_last and self._ends_as_action(rest.rsplit(" ", 1)[-1]))
+
+    def _ends_as_action(self, last: str) -> bool:
+        """Whether `last` is a whole verb that action sentences end with ("ausschalten")."""
+        return len(last) >= _SHORTEST_VERB and any(
+            _end_match(last, ends) >= _WHOLE_WORD for pairs in self.sentences.values() for _starts, ends in pairs
+        )
 
     def likely(self, utterance: str) -> frozenset[str]:
         """The action intents whose sentences start with the request's first word (a
@@ -737,6 +764,72 @@ class FirstWords:
         return both or starting
 
 
+# Words a request may say before its verb that HA's sentences do not skip: pronouns
+# ("¿Me enciendes la luz?", "Tu me fermes les volets ?") and ways of asking ("Pourriez-vous
+# …", "Mi accendi …?"). Past them, a request that starts as an action's sentences is one,
+# with a question mark or not.
+_BEFORE_VERB = {
+    "es": ("me", "nos", "te", "le", "les"),
+    "fr": (
+        "tu", "vous", "me", "nous", "te", "pourrais-tu", "pourriez-vous", "pouvez-vous", "tu pourrais",
+        "vous pouvez", "vous pourriez", "veux-tu", "voulez-vous", "tu veux", "vous voulez",
+    ),
+    "it": ("mi", "ci", "ti", "puoi", "potresti", "può", "potrebbe"),
+    "pt": ("me", "nos", "pode", "podes", "podia", "poderia"),
+}  # fmt: skip
+# Words said before a request's verb that tell nothing of it ("Mejor ábrelas otra vez",
+# "Ach, mach sie halb auf"): skipped as HA's skip words are.
+_LEAD_INS = {
+    "es": ("mejor", "bueno", "vale", "ahora", "entonces", "pues", "oye", "venga", "al final", "mejor aún"),
+    "fr": ("finalement", "plutôt", "bon", "alors", "enfin", "maintenant", "ok", "d'accord", "euh", "en fait"),
+    "de": ("ach", "also", "okay", "ok", "na", "ähm", "nun", "lieber"),
+    "it": ("allora", "bene", "ok", "ora", "adesso", "anzi", "dai", "meglio"),
+    "pt": ("então", "bem", "ok", "agora", "melhor"),
+}  # fmt: skip
+# A pronoun said after a verb, in one word with it: "-les" (French), "las" of "ábrelas"
+# (Spanish, which writes the verb's stress then: "abre"), "la" of "spegnila".
+_ENCLITIC = {
+    "fr": re.compile(r"(?:-(?:les?|la|moi|toi|nous|vous|lui|leur|en|y))+$"),
+    "es": re.compile(r"(?:las|los|la|lo|les|le|me|nos)$"),
+    "it": re.compile(r"(?:le|li|la|lo|mi|ci|ne)$"),
+    "pt": re.compile(r"-(?:as?|os?|me|nos|lhe)$"),
+}
+# Said again ("rallume", "referme", "rouvre"): the verb of the thing done again.
+_AGAIN_PREFIX = {"fr": re.compile(r"^r(?:e|é)?(?=[^\W\d_]{4})")}
+_STRESS = str.maketrans("áéíóú", "aeiou")
+
+
+def _verbs_in(word: str, language: str) -> list[str]:
+    """What `word` may be as a verb: without a pronoun after it ("ábrelas": "abre"), or
+    without the prefix of doing it again ("referme-les": "ferme")."""
+    found = []
+    if (enclitic := _ENCLITIC.get(language)) and (bare := enclitic.sub("", word)) != word and len(bare) >= 2:
+        found.append(bare.translate(_STRESS) if language == "es" else bare)
+    if again := _AGAIN_PREFIX.get(language):
+        found += [again.sub("", verb, count=1) for verb in [word, *found] if again.match(verb)]
+    return found
+
+
+# How a request asks to be told, past the skipped words, question mark or not: "dis-moi",
+# "¿Me dices …?"; a verb of looking, with "whether" ("Regarde si les volets sont fermés").
+_ASKING = {
+    "fr": re.compile(
+        r"(?:dis|dites)(?:-| )(?:moi|nous)\b|(?:dire|sais|savez|sais-tu|savez-vous)\b"
+        r"|(?:regarde|regardez|vérifie|vérifiez)\b.*\b(?:si|s'ils?)\b"
+    ),
+    "es": re.compile(
+        r"(?:dime|dinos|d[ií]game|d[ií]ganos|decir|decirme|decirnos|dices|sabes|sabe)\b"
+        r"|(?:mira|mire|comprueba|compruebe|revisa|revise)\b.*\bsi\b"
+    ),
+    "de": re.compile(
+        r"(?:sag|sage|sagt|verrat|verrate) (?:mir|uns)\b|(?:sagen|weisst|wisst|wissen sie)\b"
+        r"|(?:schau|schaue|guck|gucke|sieh|prüf|prüfe|nachschauen|nachsehen|prüfen)\b.*\bob\b"
+    ),
+    "it": re.compile(r"(?:dimmi|dicci|dire|sai|sapete)\b|(?:controlla|guarda|verifica)\b.*\bse\b"),
+    "pt": re.compile(r"(?:diz-me|diga-me|dizer|sabes|sabe)\b|(?:vê|veja|verifica|verifique)\b.*\bse\b"),
+}
+# A pronoun elided before a verb, in one word with it ("m'allumes", "t'éteins").
+_ELIDED = re.compile(r"^[mt]['\u2019]")
 # What `_end_match` adds for a whole word (any part of one scores its length alone).
 _WHOLE_WORD = 100
 # The shortest word for a kind that ends a word of a place ("licht" of "Küchenlicht").
@@ -808,7 +901,9 @@ def first_words(intents: Intents) -> FirstWords:
                     sentences.setdefault(key, []).append((frozenset(starts), frozenset(ends)))
             if name not in QUESTION_INTENTS:
                 actions |= words
-    skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in intents.skip_words}, key=len, reverse=True)
+    language = base_language(intents.language)
+    said_first = {*intents.skip_words, *_BEFORE_VERB.get(language, ()), *_LEAD_INS.get(language, ())}
+    skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in said_first}, key=len, reverse=True)
     intents_words = {i: frozenset(words) for i, words in by_intent.items()}
     by_sentence = {i: tuple(pairs) for i, pairs in sentences.items()}
     skipping = tuple(w for w in skipped if w)
@@ -819,7 +914,8 @@ def first_words(intents: Intents) -> FirstWords:
         intents_words,
         by_sentence,
         _kind_words(intents),
-        verb_last=base_language(intents.language) in _VERB_LAST,
+        verb_last=language in _VERB_LAST,
+        language=language,
     )
 
 

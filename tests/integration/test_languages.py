@@ -148,6 +148,19 @@ def test_unrecognised_requests_are_read_by_how_has_sentences_start() -> None:
     assert not words.asks("Tu peux éteindre la lampe du salon ?")
     assert not words.asks("Tu peux allumer la lampe, s'il te plaît ?")  # "allum*": HA's alternatives
     assert not words.asks("Éteins la lampe")  # no question mark
+    # A request that asks politely: a pronoun or a way of asking before its verb.
+    assert not words.asks("Tu m'allumes la lampe ?")
+    assert not words.asks("Tu me coupes la lampe ?")
+    assert not words.asks("Pourriez-vous éteindre la lampe ?")
+    assert words.asks("Vous pouvez me dire si la lampe est allumée ?")
+    # Asking to be told is a question, with a question mark or not.
+    assert words.asks("Dis-moi si la lampe est allumée")
+    assert words.asks("Regarde si la lampe est allumée")
+    assert not words.asks("Regarde, allume la lampe")
+    assert words.likely("Tu m\u2019allumes la lampe ?") == {"HassTurnOn"}
+    # A verb said again, or with its pronoun, after a word that tells nothing of it.
+    assert words.likely("Bon, rallume-la") == {"HassTurnOn"}
+    assert words.likely("Finalement, recoupe-les") == {"HassTurnOff"}
     assert words.likely("Coupe la lampe du salon") == {"HassTurnOff"}
     assert words.likely("Allumer la lampe") == {"HassTurnOn"}
     assert words.likely("La lampe est allumée ?") == frozenset()
@@ -167,8 +180,10 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
                     ]
                 },
                 "HassBroadcast": {"data": [{"sentences": ["im ganzen Haus {name} durchsagen"]}]},
+                "HassGetState": {"data": [{"sentences": ["ist {name} (an|aus)"]}]},
             },
             "lists": {"name": {"values": ["lampe"]}},
+            "skip_words": ["kannst du", "kannst du mir", "bitte"],
         }
     )
     words = first_words(intents)
@@ -184,6 +199,13 @@ def test_a_german_verb_is_read_by_its_first_and_last_words() -> None:
     # A place said first, which starts sentences of another intent: the verb said last.
     assert words.likely("Im Flur bitte die Lampe ausschalten") == {"HassTurnOff"}
     assert words.likely("Im Flur bitte die Lampe einschalten") == {"HassTurnOn"}
+    # Asked politely, the verb comes last: a request, not a question.
+    assert not words.asks("Kannst du die Lampe im Flur ausschalten?")
+    assert words.likely("Kannst du die Lampe im Flur ausschalten?") == {"HassTurnOff"}
+    assert words.asks("Kannst du mir sagen, ob die Lampe an ist?")
+    assert words.asks("Sag mir, ob die Lampe an ist")
+    assert words.asks("Schau mal nach, ob die Lampe an ist")
+    assert words.asks("Ist die Lampe im Flur aus?")
 
 
 def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
@@ -246,6 +268,10 @@ def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
     for request in ("Baisse la lampe à 20 %", "Stell die Lampe auf 21 Grad", "Pon la lampara al 50 por ciento"):
         read, _question = read_in_language(request, named, (lamp, fan), off, "fr")
         assert read.services == VALUE_SERVICES, request
+    # One word before a comma is no request of its own: the half said is the value set.
+    for request, language in (("Finalement, referme-les à moitié", "fr"), ("Ach, mach sie halb auf", "de")):
+        read, _question = read_in_language(request, named, (lamp, fan), off, language)
+        assert read.services == VALUE_SERVICES and read.share == 0.5, request
     # HA's reading names the area's devices of a domain: every light there, nothing else.
     by_slots = named_by_slots({"area": "salon", "domain": "light"}, (lamp, fan))
     assert by_slots is not None and by_slots.fits(lamp) and not by_slots.fits(fan) and by_slots.all_that_fit
