@@ -81,9 +81,12 @@ INTENT_SERVICES: dict[str, frozenset[str]] = {
         for service, intent in _ON_OFF_INTENTS.items()
     },
     # HA's on/off sentences about locks alone: "cierra" starts closing a cover and
-    # locking a lock, and neither opens a cover (the 0.5B opened one).
+    # locking a lock, and neither opens a cover (the 0.5B opened one). Locking closes a
+    # cover too: "Die Rollläden schließen" ends as only locking sentences do. (Unlocking
+    # opens none: "schließe … auf" unlocks, "schließe … zu" closes.)
     **{
         f"{intent}{_LOCKS}": frozenset({ON_OFF_SERVICES["lock", service]})
+        | (frozenset({ON_OFF_SERVICES["cover", "turn_off"]}) if service == "turn_on" else frozenset())
         for service, intent in _ON_OFF_INTENTS.items()
     },
     "HassLightSet": frozenset({"turn_on"}),

@@ -359,6 +359,22 @@ async def test_a_part_without_a_verb_takes_the_verb_before_it(
         assert '"close_cover"' in grammar and '"open_cover"' not in grammar
 
 
+@pytest.mark.parametrize(
+    "request_text", ["Bitte das Window in der Kitchen schließen", "Kannst du das Window in der Kitchen schließen?"]
+)
+async def test_a_german_verb_said_last_that_locks_a_lock_closes_a_cover(
+    hass: HomeAssistant, model_agent: MockConfigEntry, request_text: str
+) -> None:
+    """HA's German sentences end with "schließen" only to lock a lock: said last of a
+    cover, it closes the cover (asked politely, too), and opens none."""
+    kitchen = XML.render(ToolCall("cover", {"entity_id": "cover.kitchen_window", "action": "close_cover"}))
+    engine = script(model_agent, kitchen)
+    await ask(hass, request_text, "de")
+    grammars = [request.grammar or "" for request in engine.requests]
+    assert grammars, "the model was not asked"
+    assert '"close_cover"' in grammars[0] and '"open_cover"' not in grammars[0]
+
+
 def test_a_value_is_said_by_a_number_or_the_languages_words_for_one() -> None:
     """Only where no value is said at all are levels left out; where the words for
     values of a language are not known here, the model decides."""
