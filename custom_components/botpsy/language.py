@@ -262,6 +262,15 @@ def _misread(result: RecognizeResult, language: str, words: FirstWords) -> bool:
     return False
 
 
+# The shortest word that may name a device by itself: "guirlande", not "la" or "du".
+_NAME_WORD = 4
+
+
+def _singular(word: str) -> str:
+    """`word` without a plural "s" or "x" ("volets": "volet")."""
+    return word[:-1] if len(word) > _NAME_WORD and word[-1] in "sx" else word
+
+
 # Kinds of device said in a request for something to play ("pon música en el salón").
 _PLAYED_KINDS = frozenset({"music", "tv", "speaker", "volume"})
 
@@ -282,9 +291,20 @@ class Said:
 
     def named(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """`named` (the names and areas said) with the kinds said, and the floor said by
-        where it is; unchanged where no kind is said or a device is named."""
-        if not self.kinds or named.entity_ids:
+        where it is; unchanged where a device is named. A device named by a word of its
+        name is that device alone: in the place said ("Coupe la guirlande du salon": the
+        Guirlande lumineuse, not the salon's shutters), or of the kind said ("la lámpara de
+        techo": the Lámpara de techo del salón, not every lamp)."""
+        if named.entity_ids:
             return named
+        if not self.kinds:
+            return self._by_name_in_place(named, entities)
+        if not (named.areas or named.floors or self.every):
+            # Of the kind said, those the other words name more closely than the rest.
+            of_kind = [e for e in entities if e.entity_id in named.partly and any(KINDS[k](e) for k in self.kinds)]
+            meant = frozenset(e.entity_id for e in of_kind if e.entity_id in named.closest)
+            if meant and len(meant) < len(of_kind):
+                return replace(named, entity_ids=meant, partly=frozenset())
         floors, areas = named.floors, named.areas
         if not (floors or areas) and self.before_kinds:
             areas = frozenset(
@@ -303,6 +323,23 @@ class Said:
             partly=frozenset(),
             closest=frozenset(),
         )
+
+    def _by_name_in_place(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
+        """Of the devices in the places `named` says, those named by the most words of
+        their names besides the places' (words of four letters or more: no article); all
+        of them where none is."""
+        in_place = [e for e in entities if e.area in named.areas or e.floor in named.floors]
+        text = self.text
+        for place in {p for e in in_place for p in (e.area, *e.area_aliases, e.floor, *e.floor_aliases) if p}:
+            text = re.sub(rf"(?<!\w){re.escape(place.casefold())}(?!\w)", " ", text)
+        said = {_singular(w) for w in _WORD.findall(text) if len(w) >= _NAME_WORD}
+        overlap = {
+            e.entity_id: len(said & {_singular(w) for n in (e.name, *e.aliases) for w in _WORD.findall(n.casefold())})
+            for e in in_place
+        }
+        best = max(overlap.values(), default=0)
+        meant = frozenset(e for e, n in overlap.items() if best and n == best)
+        return replace(named, entity_ids=meant, areas=frozenset(), floors=frozenset()) if meant else named
 
     def _said_before_a_kind(self, area: str) -> bool:
         """Whether `area` (a name of one) is the first part of a word that ends with a

@@ -254,6 +254,35 @@ def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
     assert fitting("Badlüfter an") == {"fan.bad"}  # the area's other name
 
 
+def test_a_device_named_by_a_word_of_its_name_is_that_device_alone() -> None:
+    """ "Coupe la guirlande du salon" is the Guirlande lumineuse, not the salon's shutters
+    (the 0.5B closed them); "la lámpara de techo" is the Lámpara de techo del salón, not
+    the other lamps (the 0.5B switched off the floor lamp); a word of every name of the
+    kind ("la lámpara") narrows nothing."""
+    home = (
+        HomeEntity("light.guirlande", "Guirlande lumineuse", area="Salon"),
+        HomeEntity("light.lampadaire", "Lampadaire", area="Salon"),
+        HomeEntity("cover.volets", "Volets du salon", area="Salon", device_class="shutter"),
+        HomeEntity("light.plafonnier", "Plafonnier chambre", area="Chambre"),
+        HomeEntity("light.chevet", "Lampe de chevet", area="Chambre"),
+        HomeEntity("light.techo", "Lámpara de techo del salón", area="Salón"),
+        HomeEntity("light.pie", "Lámpara de pie", area="Salón"),
+        HomeEntity("fan.techo", "Ventilador de techo", area="Dormitorio"),
+    )
+
+    def fitting(text: str, language: str) -> set[str]:
+        words = first_words(Intents.from_dict({"language": language, "intents": {}}))
+        named = words.said(text, language).named(named_in(text, home), home, None)
+        return {e.entity_id for e in home if named.fits(e)}
+
+    assert fitting("Coupe la guirlande du salon", "fr") == {"light.guirlande"}
+    assert fitting("Éteins le plafonnier de la chambre", "fr") == {"light.plafonnier"}
+    assert fitting("Éteins tout dans le salon", "fr") == {"light.guirlande", "light.lampadaire", "cover.volets"}
+    assert fitting("Apaga la lámpara de techo", "es") == {"light.techo"}
+    lights = {e.entity_id for e in home if e.domain == "light"}
+    assert fitting("Apaga la lámpara", "es") == lights
+
+
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
     lamp = HomeEntity("light.lampe", "Lampe", area="Salon")
     fan = HomeEntity("fan.ventilo", "Ventilo", area="Salon")
