@@ -44,6 +44,10 @@ from custom_components.botpsy.core.policy import (
         # After thanks for the turn before (the 0.5B switched a light off).
         "Thanks. How humid is the bathroom?",
         "Great, is the kettle on now?",
+        # Asked to look: nothing is changed.
+        "check if the garage door is open",
+        "Can you see whether the lights are on upstairs?",
+        "find out if the back door is locked",
     ],
 )
 def test_questions_are_questions(text: str) -> None:
@@ -62,6 +66,7 @@ def test_questions_are_questions(text: str) -> None:
         "Will you close the garage?",
         "Reading light on",
         "Thanks, now turn off the fan too",
+        "Check the lights in the kitchen are off and turn on the porch light",
     ],
 )
 def test_requests_are_not_questions(text: str) -> None:

@@ -244,7 +244,9 @@ _LEAD = re.compile(
 )
 _ASKING = re.compile(
     r"^\s*(?:(?:can|could|would|will) you (?:please )?(?:tell|show|let|read) me|tell me|show me|let me know|"
-    r"do you know|i (?:want|would like|'d like) to know|i wonder|read\b|list (?:the|my|all|every)\b)",
+    r"do you know|i (?:want|would like|'d like) to know|i wonder|read\b|list (?:the|my|all|every)\b"
+    # ... or asking it to look: "check if the garage is open", "see whether the lights are on".
+    r"|(?:(?:can|could|would|will) you (?:please )?)?(?:check|see|find out|look)(?: and see)? (?:if|whether)\b)",
     re.IGNORECASE,
 )
 
