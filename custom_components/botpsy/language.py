@@ -236,9 +236,7 @@ async def async_recognize(
         return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values, texts=texts)
     if loaded is None or words is None:
         return None
-    return Recognized(
-        None, {}, words[1].asks(utterance), words[1].likely(utterance), said=words[1].said(utterance, language)
-    )
+    return Recognized(None, {}, words[1].asks(utterance), words[1].likely(utterance), said=words[1].said(utterance))
 
 
 def _misread(result: RecognizeResult, language: str, words: FirstWords) -> bool:
@@ -706,7 +704,7 @@ class FirstWords:
     verb_last: bool = False
     language: str = ""  # the base language ("fr")
 
-    def said(self, utterance: str, language: str) -> Said:
+    def said(self, utterance: str) -> Said:
         """What the request's words say of kinds and places (see `Said`)."""
         text = utterance.casefold()
         rest, kinds, before = text, list[str](), list[str]()
@@ -721,9 +719,9 @@ class FirstWords:
                 before.append(ending.group(1))
                 rest = rest.replace(ending.group(0), " ")
                 kinds.append(kind)
-        every = _EVERY_WORDS.get(base_language(language))
+        every = _EVERY_WORDS.get(self.language)
         said = tuple(dict.fromkeys(kinds))
-        levels = _LEVEL_WORDS.get(base_language(language))
+        levels = _LEVEL_WORDS.get(self.language)
         return Said(text, said, bool(every and every.search(text)), levels, tuple(before))
 
     def _past_skipped(self, utterance: str) -> tuple[str, bool]:
@@ -870,6 +868,7 @@ _ASKING = {
 }
 # A pronoun elided before a verb, in one word with it ("m'allumes", "t'éteins").
 _ELIDED = re.compile(r"^[mt]['\u2019]")
+
 # What `_end_match` adds for a whole word (any part of one scores its length alone).
 _WHOLE_WORD = 100
 # The shortest word for a kind that ends a word of a place ("licht" of "Küchenlicht").

@@ -239,7 +239,7 @@ def test_kinds_and_floors_said_in_german_name_every_one_of_them() -> None:
     )
 
     def fitting(text: str) -> set[str]:
-        named = words.said(text, "de").named(named_in(text, home), home, None)
+        named = words.said(text).named(named_in(text, home), home, None)
         assert named.all_that_fit, text
         return {e.entity_id for e in home if named.fits(e)}
 
@@ -272,7 +272,7 @@ def test_a_device_named_by_a_word_of_its_name_is_that_device_alone() -> None:
 
     def fitting(text: str, language: str) -> set[str]:
         words = first_words(Intents.from_dict({"language": language, "intents": {}}))
-        named = words.said(text, language).named(named_in(text, home), home, None)
+        named = words.said(text).named(named_in(text, home), home, None)
         return {e.entity_id for e in home if named.fits(e)}
 
     assert fitting("Coupe la guirlande du salon", "fr") == {"light.guirlande"}
