@@ -675,8 +675,9 @@ def joined_parts(utterance: str, language: str) -> list[str]:
         return [utterance]
     parts = re.split(rf"\s*[,;]\s*(?:(?<!\w)(?:{joining})(?!\w)\s*)*|\s+(?:(?:{joining})(?!\w)\s*)+", utterance)
     parts = [p.strip() for p in parts if p and p.strip(" .!?")]
-    # One word before a comma ("Finalement, referme-les à moitié") is no request of its own.
-    if len(parts) > 1 and len(_WORD.findall(parts[0])) == 1 and not _NUMBERS.search(parts[0]):
+    # A lead-in word before a comma ("Finalement, referme-les à moitié") is no request of
+    # its own; another word may be ("Bouilloire, lampe de chevet et ventilateur").
+    if len(parts) > 1 and parts[0].casefold() in _LEAD_INS.get(base_language(language), ()):
         parts[:2] = [f"{parts[0]} {parts[1]}"]
     return parts
 

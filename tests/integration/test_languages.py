@@ -21,6 +21,7 @@ from custom_components.botpsy.language import (
     async_recognize,
     first_words,
     in_another_script,
+    joined_parts,
     named_by_slots,
     outdoors,
     read_in_language,
@@ -301,6 +302,12 @@ def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
     for request, language in (("Finalement, referme-les à moitié", "fr"), ("Ach, mach sie halb auf", "de")):
         read, _question = read_in_language(request, named, (lamp, fan), off, language)
         assert read.services == VALUE_SERVICES and read.share == 0.5, request
+    # A name before a comma is a request of its own.
+    assert joined_parts("Bouilloire, lampe de chevet et ventilateur", "fr") == [
+        "Bouilloire",
+        "lampe de chevet",
+        "ventilateur",
+    ]
     # HA's reading names the area's devices of a domain: every light there, nothing else.
     by_slots = named_by_slots({"area": "salon", "domain": "light"}, (lamp, fan))
     assert by_slots is not None and by_slots.fits(lamp) and not by_slots.fits(fan) and by_slots.all_that_fit
