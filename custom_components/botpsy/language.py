@@ -738,9 +738,12 @@ class FirstWords:
         return _ELIDED.sub("", text), skipped
 
     def _first(self, utterance: str) -> str:
-        """The request's first word past the skipped ones, as a verb where it carries a
-        pronoun ("ábrelas", "referme-les": "abre", "ferme")."""
-        first = self._past_skipped(utterance)[0].split(" ", 1)[0]
+        """The request's first word past the skipped ones (see `_as_verb`)."""
+        return self._as_verb(self._past_skipped(utterance)[0].split(" ", 1)[0])
+
+    def _as_verb(self, first: str) -> str:
+        """A request's first word, as a verb where it carries a pronoun ("ábrelas",
+        "referme-les": "abre", "ferme")."""
         if _starts_as(first, self.actions | self.questions):
             return first
         return next((verb for verb in _verbs_in(first, self.language) if _starts_as(verb, self.actions)), first)
@@ -755,7 +758,7 @@ class FirstWords:
             return True
         if not utterance.rstrip().endswith("?"):
             return False
-        first = self._first(utterance)
+        first = self._as_verb(rest.split(" ", 1)[0])
         if _starts_as(first, self.actions) and not _starts_as(first, self.questions):
             return False
         return not (skipped and self.verb_last and self._ends_as_action(rest.rsplit(" ", 1)[-1]))
