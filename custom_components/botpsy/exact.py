@@ -139,19 +139,23 @@ async def _async_read_parts(hass: HomeAssistant, heard: Heard) -> tuple[tuple[st
     readings: list[tuple[str, Recognized | None]] = []
     verb = ""
     for part in parts:
-        reading = await _async_read_part(hass, part, verb, heard)
+        reading, own = await _async_read_part(hass, part, verb, heard)
         readings.append((part, reading))
-        if reading is not None and reading.intent is not None:
+        # A part read with the verb before it has none of its own: "los focos" of "Apaga
+        # el plafón, los focos y la cafetera" leaves "Apaga" the verb (its article was taken
+        # for one, and "la cafetera" alone was switched on).
+        if own and reading is not None and reading.intent is not None:
             verb = _verb_of(part, reading) or verb
     return tuple(readings)
 
 
-async def _async_read_part(hass: HomeAssistant, part: str, verb: str, heard: Heard) -> Recognized | None:
+async def _async_read_part(hass: HomeAssistant, part: str, verb: str, heard: Heard) -> tuple[Recognized | None, bool]:
     """HA's reading of one part as an action: with the verb of the part before it ("the
     kettle" after "turn on the hall light"; that verb's last word, an article, left out
     where the part brings its own), else as said. The verb comes first: HA reads a bare
     name as switching it on. Unrecognised: what its own verb starts, else what the verb
-    before it starts ("éteins la guirlande" after "ouvre les volets" is no opening)."""
+    before it starts ("éteins la guirlande" after "ouvre les volets" is no opening).
+    With it, whether the part was read as said (not with the verb before it)."""
     tried = [f"{verb} {part}", f"{verb.rsplit(maxsplit=1)[0]} {part}" if " " in verb else ""] if verb else []
     tried.append(part)
     device_id = heard.llm_context.device_id if heard.llm_context else None
@@ -160,11 +164,11 @@ async def _async_read_part(hass: HomeAssistant, part: str, verb: str, heard: Hea
     for number, text in enumerate(filter(None, tried)):
         reading = await async_recognize(hass, text, heard.language, device_id=device_id, context=heard.context)
         if reading is not None and reading.intent is not None:
-            return None if reading.question else reading
+            return (None if reading.question else reading), text == part
         first = reading if number == 0 else first
         own = reading  # the part as said is tried last
     unread = own if own is not None and own.services else first
-    return None if unread is None or unread.question else unread
+    return (None if unread is None or unread.question else unread), unread is own
 
 
 def _verb_of(part: str, reading: Recognized) -> str:

@@ -503,6 +503,24 @@ async def test_a_relative_change_in_german_is_a_step_from_where_it_is(
     assert engine.requests == []
 
 
+async def test_a_part_read_with_the_verb_before_it_passes_that_verb_on(
+    hass: HomeAssistant, model_agent: MockConfigEntry
+) -> None:
+    """ "Apaga el plafón, los focos y la cafetera": the third part is switched off too (its
+    article, said before the second part's name, was taken for a verb, and the third part
+    read alone switched the coffee maker on)."""
+    for light in ("light.bed_light", "light.ceiling_lights", "light.kitchen_lights"):
+        hass.states.async_set(light, "on")
+    offs = [
+        XML.render(ToolCall("light", {"entity_id": e, "action": "turn_off"}))
+        for e in ("light.bed_light", "light.ceiling_lights", "light.kitchen_lights")
+    ]
+    engine = script(model_agent, *offs)
+    await ask(hass, "Apaga el Bed Light, los Ceiling Lights y la Kitchen Lights", "es")
+    grammars = [request.grammar or "" for request in engine.requests]
+    assert grammars and all('"turn_on"' not in grammar for grammar in grammars), grammars
+
+
 @pytest.mark.parametrize(
     ("dark", "cold", "language"),
     [
