@@ -19,6 +19,7 @@ from custom_components.botpsy.core.requested import (
     by_verb,
     muted_as_said,
     named_in,
+    on_for,
     said_fraction,
 )
 from custom_components.botpsy.core.shortlist import restrict
@@ -557,6 +558,19 @@ def test_the_verb_picks_the_service(request_: str, kept: set[str]) -> None:
     fitting = [e.entity_id for e in VERB_HOME if named.fits(e)]
     services = {e.entity_id: named.services_for(e) for e in VERB_HOME}
     assert {t.key for t in by_verb(restrict(VERB_TOOLS, fitting), services.__getitem__)} == kept
+
+
+def test_stopping_what_cannot_pause_switches_it_off() -> None:
+    """ "Para el ventilador" (HA's Spanish starts pausing with "para"): a fan, a light or a
+    switch goes off (the 0.5B switched the fan on); a player still pauses, a cover is not
+    closed."""
+    pause = (frozenset({"media_pause"}),)
+    tools = [
+        Tool("fan", "", service, targets={"fan.desk": ()}) for service in ("turn_on", "turn_off", "set_percentage")
+    ]
+    assert {t.key for t in by_verb(tools, lambda e: on_for(pause, "fan", "on"))} == {"fan.turn_off"}
+    assert on_for(pause, "media_player", "playing") == pause
+    assert on_for(pause, "cover", "open") == pause
 
 
 @pytest.mark.parametrize(

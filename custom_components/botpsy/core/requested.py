@@ -662,7 +662,16 @@ def on_for(services: tuple[frozenset[str], ...], domain: str, state: str | None)
     plays it (it is on already; HA's turn_on left it paused, and the reply said "on")."""
     if services == _ON and domain == "media_player" and state == "paused":
         return (frozenset({"media_play"}), *services)
+    # "Para el ventilador", "halte den Ventilator an": stopping what cannot pause switches
+    # it off (the 0.5B switched the fan on).
+    if _PAUSE in services and domain in _STOPPED_BY_OFF:
+        return (*services, _OFF[0])
     return services
+
+
+_PAUSE = frozenset({"media_pause"})
+# What stops by switching off (a cover stops where it is; a player pauses).
+_STOPPED_BY_OFF = frozenset({"fan", "light", "switch", "humidifier", "climate", "water_heater", "input_boolean"})
 
 
 def by_verb(tools: Iterable[Tool], services_of: Callable[[str], Sequence[frozenset[str]]]) -> tuple[Tool, ...]:
