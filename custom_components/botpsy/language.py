@@ -673,6 +673,8 @@ def joined_parts(utterance: str, language: str) -> list[str]:
     joining = JOINING.get(base_language(language))
     if not joining:
         return [utterance]
+    if both := _BOTH.get(base_language(language)):
+        utterance = both[0].sub(both[1], utterance)
     parts = re.split(rf"\s*[,;]\s*(?:(?<!\w)(?:{joining})(?!\w)\s*)*|\s+(?:(?:{joining})(?!\w)\s*)+", utterance)
     parts = [p.strip() for p in parts if p and p.strip(" .!?")]
     # A lead-in word before a comma ("Finalement, referme-les à moitié") is no request of
@@ -682,6 +684,12 @@ def joined_parts(utterance: str, language: str) -> list[str]:
     return parts
 
 
+# "Tanto X como Y", "sowohl X als auch Y", "à la fois X et Y": X and Y.
+_BOTH: dict[str, tuple[re.Pattern[str], str]] = {
+    "es": (re.compile(r"\btanto\s+(.+?)\s+como\s+", re.I), r"\1 y "),
+    "de": (re.compile(r"\bsowohl\s+(.+?)\s+als auch\s+", re.I), r"\1 und "),
+    "fr": (re.compile(r"\bà la fois\s+(.+?)\s+et\s+", re.I), r"\1 et "),
+}
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*")
 _NAME = "{name}"  # a sentence may start with a slot (a device's or an area's name)
 

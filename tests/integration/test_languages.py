@@ -308,6 +308,14 @@ def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
         "lampe de chevet",
         "ventilateur",
     ]
+    # "Both X and Y" joins them.
+    assert joined_parts("Enciende tanto la cafetera como el enchufe de la tele", "es") == [
+        "Enciende la cafetera",
+        "el enchufe de la tele",
+    ]
+    assert len(joined_parts("Schalte sowohl die Kaffeemaschine als auch den Fernseher ein", "de")) == 2
+    assert len(joined_parts("Allume à la fois la lampe et le ventilo", "fr")) == 2
+    assert joined_parts("Pon la luz tan brillante como ayer", "es") == ["Pon la luz tan brillante como ayer"]
     # HA's reading names the area's devices of a domain: every light there, nothing else.
     by_slots = named_by_slots({"area": "salon", "domain": "light"}, (lamp, fan))
     assert by_slots is not None and by_slots.fits(lamp) and not by_slots.fits(fan) and by_slots.all_that_fit
