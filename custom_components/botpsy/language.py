@@ -269,6 +269,31 @@ def _singular(word: str) -> str:
     return word[:-1] if len(word) > _NAME_WORD and word[-1] in "sx" else word
 
 
+# HA's kinds of cover that a cover's name may say besides its device class ("Persiana del
+# salón" of a shutter): doors are left out, a door is also a lock.
+_COVER_KINDS = frozenset({"blind", "shade", "curtain", "shutter", "awning", "window", "garage door", "gate"})
+
+
+def _singulars(word: str) -> set[str]:
+    """What `word` may be the plural of: "prises", "enchufes", "Steckdosen", "Ventilatoren"."""
+    if len(word) <= _NAME_WORD:
+        return set()
+    ones = {word[:-1]} if word[-1] in "sxn" else set()
+    return ones | {word[:-2]} if word[-2:] in ("en", "es") else ones
+
+
+def _plural_of_one(words: str, kind_words: tuple[tuple[str, str], ...]) -> bool:
+    """Whether `words` are the plural of other words for the same kind: "ventilateurs",
+    "luces" (luz), "Lichter", "Lampen"."""
+    kind = next(k for w, k in kind_words if w == words)
+    ones = {w for w, k in kind_words if k == kind and w != words}
+    return bool(
+        _singulars(words) & ones
+        or (words.endswith("ces") and f"{words[:-3]}z" in ones)
+        or (words.endswith("er") and words[:-2] in ones)
+    )
+
+
 # Kinds of device said in a request for something to play ("pon música en el salón").
 _PLAYED_KINDS = frozenset({"music", "tv", "speaker", "volume"})
 
@@ -286,8 +311,46 @@ class Said:
     # The first parts of words that end with a kind ("küchen" of "Küchenlicht"): a place
     # said in one word with the kind, as German and Dutch say it.
     before_kinds: tuple[str, ...] = ()
+    # The words that said a kind of cover ("persianas"): covers named with them are of it.
+    cover_words: tuple[str, ...] = ()
+    # What it leaves out ("sauf les spots", "menos los focos", "außer den Strahlern"), said
+    # after the rest (`text`).
+    excepted: str = ""
+    # A kind said in the plural ("die Ventilatoren"): every one of it, as in English.
+    plural: bool = False
 
     def named(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
+        """What the request names (see `_named_whole`), less what it leaves out: "Éteins
+        toutes les lumières sauf les spots" is every other light (the 0.5B switched off the
+        Spots alone), as `request._all_but` reads English."""
+        if not self.excepted:
+            return self._named_whole(named, entities, here)
+        whole = self._named_whole(named_in(self.text, entities, here=here), entities, here)
+        fitting = {e.entity_id: e for e in entities if whole.fits(e)}
+        said = {
+            w for word in _WORD.findall(self.excepted) if len(word) >= _NAME_WORD for w in {word, *_singulars(word)}
+        }
+        out = {
+            entity_id
+            for entity_id, e in fitting.items()
+            if said
+            & {w for n in (e.name, *e.aliases, e.area or "", *e.area_aliases) for w in _WORD.findall(n.casefold())}
+        }
+        if not (whole.all_that_fit or whole.every) or not out or not fitting.keys() - out:
+            return self._named_whole(named, entities, here)
+        rest = frozenset(fitting.keys() - out)
+        return replace(
+            whole,
+            entity_ids=rest,
+            areas=frozenset(),
+            floors=frozenset(),
+            kinds=(),
+            domains=None,
+            every=True,
+            anywhere=True,
+        )
+
+    def _named_whole(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """`named` (the names and areas said) with the kinds said, and the floor said by
         where it is; unchanged where a device is named. A device named by a word of its
         name is that device alone: in the place said ("Coupe la guirlande du salon": the
@@ -296,6 +359,8 @@ class Said:
         if named.entity_ids:
             return named
         if not self.kinds:
+            if not (named.areas or named.floors):
+                return self._by_plural_name(named, entities)
             return self._by_name_in_place(named, entities)
         if not (named.areas or named.floors or self.every):
             # Of the kind said, those the other words name more closely than the rest.
@@ -303,6 +368,8 @@ class Said:
             meant = frozenset(e.entity_id for e in of_kind if e.entity_id in named.closest)
             if meant and len(meant) < len(of_kind):
                 return replace(named, entity_ids=meant, partly=frozenset())
+        if self.before_kinds and (compound := self._by_compound_name(named, entities)) is not None:
+            return compound
         floors, areas = named.floors, named.areas
         if not (floors or areas) and self.before_kinds:
             areas = frozenset(
@@ -310,17 +377,90 @@ class Said:
             )
         if not (floors or areas) and self.levels is not None:
             floors = floors_by_level(self.text, entities, here, self.levels)
-        return replace(
+        if not (floors or areas or self.every) and self.plural and here is not None:
+            areas = frozenset({here})  # "les ventilateurs", said to a satellite: those there
+        every = self.every or self.plural
+        of_kinds = replace(
             named,
             areas=areas,
             floors=floors,
             kinds=self.kinds,
             domains=None,
-            every=self.every,
-            anywhere=self.every and not (areas or floors),
+            every=every,
+            anywhere=every and not (areas or floors),
             partly=frozenset(),
             closest=frozenset(),
         )
+        return self._with_covers_named_so(of_kinds, entities)
+
+    def _with_covers_named_so(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
+        """`named`, with the covers in its places whose names have the word said for their
+        kind: "las persianas del salón" where the salon's shutters are named Persiana (HA's
+        Spanish "persiana" is a blind; the 0.5B found nothing, or opened the one blind)."""
+        said = {_singular(w) for words in self.cover_words for w in _WORD.findall(words)}
+        if not said:
+            return named
+        fitting = {e.entity_id for e in entities if named.fits(e)}
+        alike = {
+            e.entity_id
+            for e in entities
+            if e.domain == "cover"
+            and (not (named.areas or named.floors) or e.area in named.areas or e.floor in named.floors)
+            and said & {_singular(w) for w in _WORD.findall(e.name.casefold())}
+        }
+        if not alike - fitting:
+            return named
+        meant = frozenset(fitting | alike)
+        return replace(
+            named, entity_ids=meant, areas=frozenset(), floors=frozenset(), kinds=(), domains=None, every=True
+        )
+
+    def _by_compound_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named | None:
+        """A kind said in one word with more ("die Nachttischlampen", "die Deckenlampe im
+        Schlafzimmer"): the devices of the kind (in the place said) named by that word, all
+        of them if it is a plural; None where no name has it (the 0.5B was given every lamp
+        of the home, or of the room)."""
+        places = named.areas or named.floors
+        for word in _WORD.findall(self.text):
+            if not any(word.startswith(first) for first in self.before_kinds):
+                continue
+            said = {word} | _singulars(word)
+            alike = [
+                e
+                for e in entities
+                if any(KINDS[k](e) for k in self.kinds)
+                and (not places or e.area in named.areas or e.floor in named.floors)
+                and any(said & set(_WORD.findall(n.casefold())) for n in (e.name, *e.aliases))
+            ]
+            if alike:
+                plural = len(alike) > 1 and word not in {w for e in alike for w in _WORD.findall(e.name.casefold())}
+                meant = frozenset(e.entity_id for e in alike)
+                every = self.every or plural
+                return replace(
+                    named,
+                    entity_ids=meant,
+                    areas=frozenset(),
+                    floors=frozenset(),
+                    domains=None,
+                    every=every,
+                    partly=frozenset(),
+                    closest=frozenset(),
+                )
+        return None
+
+    def _by_plural_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
+        """A word said in the plural that is in the names of several devices of one domain,
+        and nothing else named: all of them ("enciende las mesitas" for Mesita izquierda and
+        Mesita derecha, "éteins toutes les prises"; the 0.5B switched one)."""
+        for word in _WORD.findall(self.text):
+            ones = _singulars(word)
+            alike = [e for e in entities if any(ones & set(_WORD.findall(n.casefold())) for n in (e.name, *e.aliases))]
+            if len(alike) > 1 and len({e.domain for e in alike}) == 1:
+                meant = frozenset(e.entity_id for e in alike)
+                return replace(
+                    named, entity_ids=meant, domains=None, every=True, partly=frozenset(), closest=frozenset()
+                )
+        return named
 
     def _by_name_in_place(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
         """Of the devices in the places `named` says, those named by the most words of
@@ -371,7 +511,7 @@ _KIND_WORDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("chauffage",), "heating"),
     },
     "es": {
-        **dict.fromkeys(("luz", "luces", "bombilla", "bombillas", "foco", "focos"), "light"),
+        **dict.fromkeys(("luz", "luces", "iluminación", "bombilla", "bombillas", "foco", "focos"), "light"),
         **dict.fromkeys(("lámpara", "lámparas"), "lamp"),
         **dict.fromkeys(("ventilador", "ventiladores"), "fan"),
         **dict.fromkeys(("música", "canción"), "music"),
@@ -387,6 +527,13 @@ _EVERY_WORDS: dict[str, re.Pattern[str]] = {
     "fr": re.compile(r"\b(?:tous|toutes|partout|les deux|entièrement|complètement)\b"),
     "es": re.compile(r"\b(?:todas|todos|toda|ambas|ambos|completamente)\b"),
 }
+# Words that leave some out of a request for all ("sauf", "menos", "außer"), with what
+# they leave out, to a comma or the end.
+_ALL_BUT: dict[str, re.Pattern[str]] = {
+    "de": re.compile(r"\b(?:außer|ausser|bis auf|abgesehen von)\s+(.+?)(?=[,;.!?]|$)"),
+    "fr": re.compile(r"\b(?:sauf|à part|excepté|hormis)\s+(.+?)(?=[,;.!?]|$)"),
+    "es": re.compile(r"\b(?:menos|excepto|salvo|aparte de|quitando)\s+(.+?)(?=[,;.!?]|$)"),
+}
 # Floors by where they are, by language.
 _LEVEL_WORDS: dict[str, LevelWords] = {
     "de": LevelWords(
@@ -398,8 +545,8 @@ _LEVEL_WORDS: dict[str, LevelWords] = {
     "fr": LevelWords(
         ground=re.compile(r"\brez[- ]de[- ]chaussée\b"),
         basement=re.compile(r"\bsous[- ]sol\b"),
-        down=re.compile(r"\ben bas\b"),
-        up=re.compile(r"\ben haut\b|\bà l'étage\b"),
+        down=re.compile(r"\b(?:en|du|d'en) bas\b"),
+        up=re.compile(r"\b(?:en|du|d'en) haut\b|\bà l'étage\b"),
     ),
     "es": LevelWords(
         ground=re.compile(r"\bplanta baja\b"),
@@ -681,6 +828,11 @@ def joined_parts(utterance: str, language: str) -> list[str]:
     # its own; another word may be ("Bouilloire, lampe de chevet et ventilateur").
     if len(parts) > 1 and parts[0].casefold() in _LEAD_INS.get(base_language(language), ()):
         parts[:2] = [f"{parts[0]} {parts[1]}"]
+    # What a request leaves out is no request of its own ("…, außer der Stehlampe").
+    if but := _ALL_BUT.get(base_language(language)):
+        for number in range(len(parts) - 1, 0, -1):
+            if but.match(parts[number].casefold()):
+                parts[number - 1 : number + 1] = [f"{parts[number - 1]}, {parts[number]}"]
     return parts
 
 
@@ -715,8 +867,11 @@ class FirstWords:
 
     def said(self, utterance: str) -> Said:
         """What the request's words say of kinds and places (see `Said`)."""
-        text = utterance.casefold()
-        rest, kinds, before = text, list[str](), list[str]()
+        text, excepted = utterance.casefold(), ""
+        if (but := _ALL_BUT.get(self.language)) and (clause := but.search(text)):
+            text, excepted = f"{text[: clause.start()]} {text[clause.end() :]}".strip(), clause[1]
+        rest, kinds, before, covers = text, list[str](), list[str](), list[str]()
+        plural = False
         for words, kind in self.kind_words:
             if words not in rest:
                 continue
@@ -724,6 +879,8 @@ class FirstWords:
             if phrase.search(rest):
                 rest = phrase.sub(" ", rest)
                 kinds.append(kind)
+                covers += [words] if kind in _COVER_KINDS else []
+                plural = plural or _plural_of_one(words, self.kind_words)
             elif self.verb_last and len(words) >= _SHORTEST_KIND and (ending := _ending_with(words).search(rest)):
                 before.append(ending.group(1))
                 rest = rest.replace(ending.group(0), " ")
@@ -731,7 +888,9 @@ class FirstWords:
         every = _EVERY_WORDS.get(self.language)
         said = tuple(dict.fromkeys(kinds))
         levels = _LEVEL_WORDS.get(self.language)
-        return Said(text, said, bool(every and every.search(text)), levels, tuple(before))
+        return Said(
+            text, said, bool(every and every.search(text)), levels, tuple(before), tuple(covers), excepted, plural
+        )
 
     def _past_skipped(self, utterance: str) -> tuple[str, bool]:
         """The request's words past the skipped ones (and a pronoun elided before its verb:

@@ -5,6 +5,8 @@ answered with a yes or a no in that language."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hassil.intents import Intents
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
@@ -282,6 +284,130 @@ def test_a_device_named_by_a_word_of_its_name_is_that_device_alone() -> None:
     assert fitting("Apaga la lámpara de techo", "es") == {"light.techo"}
     lights = {e.entity_id for e in home if e.domain == "light"}
     assert fitting("Apaga la lámpara", "es") == lights
+
+
+def test_a_plural_of_a_word_of_several_names_is_every_one_of_them() -> None:
+    """ "Enciende las mesitas" for Mesita izquierda and Mesita derecha, "éteins toutes les
+    prises": every device of one domain whose name has the word (the 0.5B switched one); in
+    the singular it is still one of them, and words of names of several domains say none.
+    A cover named with the word of its kind is of it: "las persianas del salón" where the
+    shutters are named Persiana (a blind in HA's Spanish: the 0.5B found nothing)."""
+    home = (
+        HomeEntity("light.izquierda", "Mesita izquierda", area="Dormitorio"),
+        HomeEntity("light.derecha", "Mesita derecha", area="Dormitorio"),
+        HomeEntity("switch.tele", "Enchufe de la tele", area="Salón"),
+        HomeEntity("switch.despacho", "Enchufe del despacho", area="Despacho"),
+        HomeEntity("cover.ventanal", "Persiana del ventanal", area="Salón", device_class="shutter"),
+        HomeEntity("cover.ventana", "Persiana de la ventana", area="Salón", device_class="shutter"),
+        HomeEntity("cover.dormitorio", "Persiana del dormitorio", area="Dormitorio", device_class="shutter"),
+        HomeEntity("cover.estor", "Estor", area="Niños", device_class="blind"),
+        HomeEntity("light.ventana", "Luz de la ventana", area="Salón"),
+    )
+    intents = Intents.from_dict(
+        {
+            "language": "es",
+            "intents": {},
+            "lists": {"cover_classes": {"values": [{"in": "persiana[s]", "out": "blind"}]}},
+        }
+    )
+    words = first_words(intents)
+
+    def meant(text: str) -> Named:
+        named = named_in(text, home)
+        if "salón" in text:
+            named = replace(named, areas=frozenset({"Salón"}))
+        return words.said(text).named(named, home, None)
+
+    def every_one(text: str) -> set[str]:
+        named = meant(text)
+        assert named.every, text
+        return set(named.entity_ids)
+
+    assert every_one("Enciende las mesitas") == {"light.izquierda", "light.derecha"}
+    assert every_one("Apaga todos los enchufes") == {"switch.tele", "switch.despacho"}
+    assert every_one("Cierra todas las persianas del salón") == {"cover.ventanal", "cover.ventana"}
+    assert every_one("Sube todas las persianas") == {
+        "cover.ventanal",
+        "cover.ventana",
+        "cover.dormitorio",
+        "cover.estor",
+    }
+    # The singular is one of them; a word of the names of a cover and of a light, neither.
+    assert not meant("Enciende la mesita").every and not meant("Enciende la mesita").entity_ids
+    assert not meant("Abre las ventanas").entity_ids
+    # A kind said in one word with what is no place: the lamps so named, not every lamp.
+    german = first_words(Intents.from_dict({"language": "de", "intents": {}}))
+    lamps = (
+        HomeEntity("light.links", "Nachttischlampe links", area="Schlafzimmer"),
+        HomeEntity("light.rechts", "Nachttischlampe rechts", area="Schlafzimmer"),
+        HomeEntity("light.steh", "Stehlampe", area="Wohnzimmer"),
+        HomeEntity("light.decke", "Deckenlampe Schlafzimmer", area="Schlafzimmer"),
+        HomeEntity("light.kuche", "Deckenlampe Küche", area="Küche"),
+    )
+    for text in ("Mach die Nachttischlampen an", "Schalte beide Nachttischlampen ein"):
+        named = german.said(text).named(named_in(text, lamps), lamps, None)
+        assert named.every and named.entity_ids == {"light.links", "light.rechts"}, text
+    # ... in the place said: "die Deckenlampe im Schlafzimmer" (the 0.5B had every lamp there).
+    for text in ("Mach die Deckenlampe im Schlafzimmer aus", "Ist die Deckenlampe im Schlafzimmer an?"):
+        named = german.said(text).named(named_in(text, lamps), lamps, None)
+        assert {e.entity_id for e in lamps if named.fits(e)} == {"light.decke"}, text
+    # A kind said in the plural is every one of it (said to a satellite, those in its area).
+    fans = (
+        HomeEntity("fan.chambre", "Ventilo chambre", area="Chambre"),
+        HomeEntity("fan.bureau", "Ventilo bureau", area="Bureau"),
+    )
+    french = first_words(Intents.from_dict({"language": "fr", "intents": {}}))
+    for text, here, meant in (
+        ("Arrête les ventilateurs", None, {"fan.chambre", "fan.bureau"}),
+        ("Arrête les ventilateurs", "Bureau", {"fan.bureau"}),
+    ):
+        named = french.said(text).named(named_in(text, fans), fans, here)
+        assert named.all_that_fit and {e.entity_id for e in fans if named.fits(e)} == meant, (text, here)
+    assert not french.said("Arrête le ventilateur").named(named_in("Arrête le ventilateur", fans), fans, None).every
+    assert german.said("Mach die Lichter aus").plural and not german.said("Mach das Licht aus").plural
+
+
+def test_floors_and_lights_said_in_more_words() -> None:
+    """ "Les lumières du haut" is the upper floor's (the 0.5B switched one light off);
+    "toda la iluminación" every light."""
+    home = (
+        HomeEntity("light.bas", "Lampadaire", area="Salon", floor="RDC", floor_level=0),
+        HomeEntity("light.haut", "Chevet", area="Chambre", floor="Étage", floor_level=1),
+        HomeEntity("light.haut2", "Veilleuse", area="Enfants", floor="Étage", floor_level=1),
+    )
+    for language, text, meant in (
+        ("fr", "Éteins les lumières du haut", {"light.haut", "light.haut2"}),
+        ("fr", "Allume la lumière d'en bas", {"light.bas"}),
+        ("es", "Apaga toda la iluminación", {"light.bas", "light.haut", "light.haut2"}),
+    ):
+        words = first_words(Intents.from_dict({"language": language, "intents": {}}))
+        named = words.said(text).named(named_in(text, home), home, None)
+        assert named.all_that_fit and {e.entity_id for e in home if named.fits(e)} == meant, text
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "meant"),
+    [
+        ("fr", "Éteins toutes les lumières sauf les spots", {"light.plafon", "light.aplique", "light.pie"}),
+        ("es", "Apaga todas las luces menos los focos", {"light.plafon", "light.aplique", "light.pie"}),
+        ("es", "Apaga las luces del salón excepto el aplique", {"light.pie"}),
+        ("de", "Mach alle Lichter aus außer den Strahlern", {"light.plafon", "light.aplique", "light.pie"}),
+        ("de", "Schalte im Salon alle Lampen aus, außer der Wandleuchte", {"light.pie"}),
+    ],
+)
+def test_what_a_request_for_all_leaves_out_is_left_out(language: str, text: str, meant: set[str]) -> None:
+    """ "Sauf", "menos", "außer": every other device of the kind or place (the 0.5B switched
+    off the one left out alone); what is left out is no request of its own."""
+    home = (
+        HomeEntity("light.spots", "Spots", aliases=("Focos", "Strahler"), area="Cocina"),
+        HomeEntity("light.plafon", "Plafón", area="Cocina"),
+        HomeEntity("light.aplique", "Aplique", aliases=("Wandleuchte",), area="Salón", area_aliases=("Salon",)),
+        HomeEntity("light.pie", "Lámpara de pie", area="Salón", area_aliases=("Salon",)),
+    )
+    words = first_words(Intents.from_dict({"language": language, "intents": {}}))
+    named = words.said(text).named(named_in(text, home), home, None)
+    assert named.every and set(named.entity_ids) == meant, text
+    assert len(joined_parts(text, language)) == 1
 
 
 def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
