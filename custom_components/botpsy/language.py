@@ -412,7 +412,14 @@ class Said:
             return named
         meant = frozenset(fitting | alike)
         return replace(
-            named, entity_ids=meant, areas=frozenset(), floors=frozenset(), kinds=(), domains=None, every=True
+            named,
+            entity_ids=meant,
+            areas=frozenset(),
+            floors=frozenset(),
+            kinds=(),
+            domains=None,
+            every=True,
+            anywhere=True,
         )
 
     def _by_compound_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named | None:
@@ -443,6 +450,7 @@ class Said:
                     floors=frozenset(),
                     domains=None,
                     every=every,
+                    anywhere=every,
                     partly=frozenset(),
                     closest=frozenset(),
                 )
@@ -458,7 +466,13 @@ class Said:
             if len(alike) > 1 and len({e.domain for e in alike}) == 1:
                 meant = frozenset(e.entity_id for e in alike)
                 return replace(
-                    named, entity_ids=meant, domains=None, every=True, partly=frozenset(), closest=frozenset()
+                    named,
+                    entity_ids=meant,
+                    domains=None,
+                    every=True,
+                    anywhere=True,
+                    partly=frozenset(),
+                    closest=frozenset(),
                 )
         return named
 
