@@ -338,17 +338,7 @@ class Said:
         }
         if not (whole.all_that_fit or whole.every) or not out or not fitting.keys() - out:
             return self._named_whole(named, entities, here)
-        rest = frozenset(fitting.keys() - out)
-        return replace(
-            whole,
-            entity_ids=rest,
-            areas=frozenset(),
-            floors=frozenset(),
-            kinds=(),
-            domains=None,
-            every=True,
-            anywhere=True,
-        )
+        return whole.only(fitting.keys() - out)
 
     def _named_whole(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """`named` (the names and areas said) with the kinds said, and the floor said by
@@ -410,17 +400,7 @@ class Said:
         }
         if not alike - fitting:
             return named
-        meant = frozenset(fitting | alike)
-        return replace(
-            named,
-            entity_ids=meant,
-            areas=frozenset(),
-            floors=frozenset(),
-            kinds=(),
-            domains=None,
-            every=True,
-            anywhere=True,
-        )
+        return named.only(fitting | alike)
 
     def _by_compound_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named | None:
         """A kind said in one word with more ("die Nachttischlampen", "die Deckenlampe im
@@ -441,19 +421,7 @@ class Said:
             ]
             if alike:
                 plural = len(alike) > 1 and word not in {w for e in alike for w in _WORD.findall(e.name.casefold())}
-                meant = frozenset(e.entity_id for e in alike)
-                every = self.every or plural
-                return replace(
-                    named,
-                    entity_ids=meant,
-                    areas=frozenset(),
-                    floors=frozenset(),
-                    domains=None,
-                    every=every,
-                    anywhere=every,
-                    partly=frozenset(),
-                    closest=frozenset(),
-                )
+                return named.only((e.entity_id for e in alike), each=self.every or plural)
         return None
 
     def _by_plural_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
@@ -464,16 +432,7 @@ class Said:
             ones = _singulars(word)
             alike = [e for e in entities if any(ones & set(_WORD.findall(n.casefold())) for n in (e.name, *e.aliases))]
             if len(alike) > 1 and len({e.domain for e in alike}) == 1:
-                meant = frozenset(e.entity_id for e in alike)
-                return replace(
-                    named,
-                    entity_ids=meant,
-                    domains=None,
-                    every=True,
-                    anywhere=True,
-                    partly=frozenset(),
-                    closest=frozenset(),
-                )
+                return named.only(e.entity_id for e in alike)
         return named
 
     def _by_name_in_place(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:

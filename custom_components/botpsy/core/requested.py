@@ -225,6 +225,22 @@ class Named:
     # own options ("the fan in auto mode", "the TV to Netflix"; see `by_options`).
     words: str = ""
 
+    def only(self, entity_ids: Iterable[str], *, each: bool = True) -> Named:
+        """These devices and nothing else (no place, kind, domain or partial name), with a
+        call spread over each of them if `each` ("las mesitas", "sauf les spots")."""
+        return replace(
+            self,
+            entity_ids=frozenset(entity_ids),
+            areas=frozenset(),
+            floors=frozenset(),
+            kinds=(),
+            domains=None,
+            every=each,
+            anywhere=each,
+            partly=frozenset(),
+            closest=frozenset(),
+        )
+
     def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
