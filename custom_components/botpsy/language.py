@@ -318,6 +318,9 @@ class Said:
     excepted: str = ""
     # A kind said in the plural ("die Ventilatoren"): every one of it, as in English.
     plural: bool = False
+    # Said with a verb that HA's sentences use for the lights of a place said alone
+    # ("allume {floor}", "apaga {area}"): a place with no kind and no name is its lights.
+    place_lights: bool = False
 
     def named(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """What the request names (see `_named_whole`), less what it leaves out: "Éteins
@@ -349,9 +352,7 @@ class Said:
         if named.entity_ids:
             return named
         if not self.kinds:
-            if not (named.areas or named.floors):
-                return self._by_plural_name(named, entities)
-            return self._by_name_in_place(named, entities)
+            return self._named_without_kind(named, entities, here)
         if not (named.areas or named.floors or self.every):
             # Of the kind said, those the other words name more closely than the rest.
             of_kind = [e for e in entities if e.entity_id in named.partly and any(KINDS[k](e) for k in self.kinds)]
@@ -382,6 +383,19 @@ class Said:
             closest=frozenset(),
         )
         return self._with_covers_named_so(of_kinds, entities)
+
+    def _named_without_kind(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
+        """What a request that says no kind names: the devices of a place named by its
+        other words, else (said with a verb HA's sentences use so) the place's lights:
+        "Allume partout en haut", as HA reads "allume {floor}" (the 0.5B was given every
+        device upstairs, shutters and sensors too); else a plural of a word of names."""
+        lights = replace(self, kinds=("light",), every=True)
+        if not (named.areas or named.floors):
+            if self.place_lights and self.levels and floors_by_level(self.text, entities, here, self.levels):
+                return lights._named_whole(named, entities, here)
+            return self._by_plural_name(named, entities)
+        in_place = self._by_name_in_place(named, entities)
+        return lights._named_whole(named, entities, here) if in_place is named and self.place_lights else in_place
 
     def _with_covers_named_so(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
         """`named`, with the covers in its places whose names have the word said for their
@@ -837,6 +851,9 @@ class FirstWords:
     # bitte das Licht ausschalten"): German and Dutch.
     verb_last: bool = False
     language: str = ""  # the base language ("fr")
+    # The first words of HA's sentences for the lights of a place said alone, a verb and
+    # the place ("(allume|éclaire) {area}", "apaga {area}"; see `Said.place_lights`).
+    place_lights: frozenset[str] = frozenset()
 
     def said(self, utterance: str) -> Said:
         """What the request's words say of kinds and places (see `Said`)."""
@@ -861,8 +878,17 @@ class FirstWords:
         every = _EVERY_WORDS.get(self.language)
         said = tuple(dict.fromkeys(kinds))
         levels = _LEVEL_WORDS.get(self.language)
+        lights = not said and _starts_as(self._first(utterance), self.place_lights)
         return Said(
-            text, said, bool(every and every.search(text)), levels, tuple(before), tuple(covers), excepted, plural
+            text,
+            said,
+            bool(every and every.search(text)),
+            levels,
+            tuple(before),
+            tuple(covers),
+            excepted,
+            plural,
+            place_lights=lights,
         )
 
     def _past_skipped(self, utterance: str) -> tuple[str, bool]:
@@ -1067,6 +1093,8 @@ def first_words(intents: Intents) -> FirstWords:
     questions: set[str] = set()
     by_intent: dict[str, set[str]] = {}
     sentences: dict[str, list[tuple[frozenset[str], frozenset[str]]]] = {}
+    place_lights: set[str] = set()
+    cover_verbs: set[str] = set()  # "ouvre", "ferme": HA's French also says them of lights
     for name, intent in intents.intents.items():
         if name in NOTHING_INTENTS:
             continue
@@ -1079,6 +1107,14 @@ def first_words(intents: Intents) -> FirstWords:
             for sentence in data.sentences:
                 starts = _edge(sentence.expression, {**rules, **data.expansion_rules}, frozenset())[0]
                 words |= starts
+                if name in _ON_OFF_INTENTS.values() and domains == "cover":
+                    cover_verbs |= starts
+                elif (
+                    name in _ON_OFF_INTENTS.values()
+                    and domains == "light"
+                    and _verb_and_place(sentence.expression, {**rules, **data.expansion_rules})
+                ):
+                    place_lights |= starts
                 if name not in QUESTION_INTENTS:
                     ends = _edge(sentence.expression, {**rules, **data.expansion_rules}, frozenset(), last=True)[0]
                     sentences.setdefault(key, []).append((frozenset(starts), frozenset(ends)))
@@ -1088,6 +1124,8 @@ def first_words(intents: Intents) -> FirstWords:
     said_first = {*intents.skip_words, *_BEFORE_VERB.get(language, ()), *_LEAD_INS.get(language, ())}
     skipped = sorted({" ".join(_WORD.findall(w.casefold())) for w in said_first}, key=len, reverse=True)
     intents_words = {i: frozenset(words) for i, words in by_intent.items()}
+    kind_words = _kind_words(intents)
+    kinds = {w for words, _kind in kind_words for w in words.split()}
     by_sentence = {i: tuple(pairs) for i, pairs in sentences.items()}
     skipping = tuple(w for w in skipped if w)
     return FirstWords(
@@ -1096,9 +1134,26 @@ def first_words(intents: Intents) -> FirstWords:
         skipping,
         intents_words,
         by_sentence,
-        _kind_words(intents),
+        kind_words,
         verb_last=language in _VERB_LAST,
         language=language,
+        # Not a verb of covers too ("ferme le salon"), nor a word for lights ("lumière
+        # {area}" says its kind), nor a word of two letters ("et", of "et teins").
+        place_lights=frozenset(
+            w for w in place_lights - cover_verbs - questions if len(w.rstrip("*")) > 2 and w.rstrip("*") not in kinds
+        ),
+    )
+
+
+def _verb_and_place(expression: Expression, rules: dict[str, Sentence]) -> bool:
+    """Whether a sentence says a verb and an area or a floor, and nothing else but words
+    it may leave out ("(<allume>|<eclaire>) [<le>]{area}")."""
+    said = [item for item in getattr(expression, "items", ()) if not _edge(item, rules, frozenset())[1]]
+    return (
+        len(said) == 2  # the verb and the place
+        and not isinstance(said[0], ListReference)
+        and isinstance(said[1], ListReference)
+        and said[1].list_name in ("area", "floor")
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hassil.intents import Intents
+from home_assistant_intents import get_intents
 from homeassistant.components import conversation
 from homeassistant.core import Context, HomeAssistant
 import pytest
@@ -383,6 +384,32 @@ def test_floors_and_lights_said_in_more_words() -> None:
         words = first_words(Intents.from_dict({"language": language, "intents": {}}))
         named = words.said(text).named(named_in(text, home), home, None)
         assert named.all_that_fit and {e.entity_id for e in home if named.fits(e)} == meant, text
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "meant"),
+    [
+        ("fr", "Allume partout en haut", {"light.haut", "light.haut2"}),
+        ("fr", "Éteins tout dans le salon", {"light.bas"}),
+        ("es", "Apaga todo en el salón", {"light.bas"}),
+        # Not a verb HA's sentences also say of covers.
+        ("fr", "Ferme tout dans le salon", {"light.bas", "cover.bas", "media_player.bas"}),
+    ],
+)
+def test_a_place_said_with_a_verb_of_lights_alone_is_its_lights(language: str, text: str, meant: set[str]) -> None:
+    """HA reads "allume {floor}", "apaga {area}" as the place's lights; so is the place
+    said in words its sentences do not read ("partout en haut": the 0.5B was given every
+    device upstairs, shutters and sensors too)."""
+    home = (
+        HomeEntity("light.bas", "Lampadaire", area="Salon", area_aliases=("Salón",), floor="RDC", floor_level=0),
+        HomeEntity("cover.bas", "Volet", area="Salon", area_aliases=("Salón",), floor="RDC", floor_level=0),
+        HomeEntity("media_player.bas", "Enceinte", area="Salon", area_aliases=("Salón",), floor="RDC", floor_level=0),
+        HomeEntity("light.haut", "Chevet", area="Chambre", floor="Étage", floor_level=1),
+        HomeEntity("light.haut2", "Veilleuse", area="Enfants", floor="Étage", floor_level=1),
+    )
+    words = first_words(Intents.from_dict(get_intents(language)))
+    named = words.said(text).named(named_in(text, home), home, None)
+    assert {e.entity_id for e in home if named.fits(e)} == meant, text
 
 
 @pytest.mark.parametrize(
