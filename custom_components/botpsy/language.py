@@ -704,7 +704,15 @@ def says_value(text: str, language: str) -> bool:
     words = _VALUE_WORDS.get(base_language(language))
     if base_language(language) == "en":
         text = _COUNTED.sub(" ", text)
-    return words is None or bool(_NUMBERS.search(text) or "%" in text or words.search(text.casefold()))
+    folded = _without_floors(text.casefold(), language)
+    return words is None or bool(_NUMBERS.search(text) or "%" in text or words.search(folded))
+
+
+def _without_floors(folded: str, language: str) -> str:
+    """A request's words (casefolded) less the floors said by where they are: "baja" of
+    "la planta baja" lowers nothing (the 0.5B was asked to close the covers it opened)."""
+    levels = _LEVEL_WORDS.get(base_language(language))
+    return levels.without(folded) if levels is not None else folded
 
 
 # How many devices, not a value: "the other two", "all three", "those two lamps".
@@ -749,7 +757,7 @@ def asked_services(text: str, reading: Recognized, language: str = "") -> tuple[
     words say that HA's sentences do not start with (`_ASKED_FIRST`)."""
     if reading.intent is None and (_PERCENT.search(text) or _DEGREES.search(text)):
         return VALUE_SERVICES
-    folded = text.casefold()
+    folded = _without_floors(text.casefold(), language)
     first = [s for p, s in _ASKED_FIRST.get(base_language(language), ()) if p.search(folded)]
     if reading.intent is None and len(first) == 1:
         return (first[0], *reading.services)

@@ -589,6 +589,8 @@ def test_a_value_is_said_by_a_number_or_the_languages_words_for_one() -> None:
         assert says_value(said, language), said
     # How many devices is no value: "the other two", "all three".
     assert not says_value("Not the kids room, the other two", "en") and not says_value("all three of them", "en")
+    # Nor a floor said by where it is ("la planta baja": the ground floor).
+    assert not says_value("Abre las persianas de la planta baja", "es")
 
 
 def test_a_reply_in_another_script_than_the_language_is_no_answer() -> None:
@@ -755,6 +757,10 @@ def test_words_for_an_action_that_no_sentence_starts_with_ask_it_first() -> None
     assert asked_services("Rollladen runter", unread, "de") == (frozenset({"close_cover"}),)
     assert asked_services("Sube la persiana", unread, "es")[0] == frozenset({"open_cover"})
     assert asked_services("Remonte les volets", unread, "it") == ()
+    # A floor said by where it is says no lowering: "la planta baja" is the ground floor.
+    opening = Recognized(None, {}, question=False, likely=frozenset({"HassTurnOn"}))
+    assert asked_services("Abre las persianas de la planta baja", opening, "es") == opening.services
+    assert asked_services("Baja las persianas de la planta baja", opening, "es")[0] == frozenset({"close_cover"})
     playing = Recognized(None, {}, question=False, likely=frozenset({"HassTurnOn", "HassMediaUnpause"}))
     for text, language in (
         ("Pon en pausa el altavoz", "es"),

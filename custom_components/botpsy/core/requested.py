@@ -829,6 +829,12 @@ class LevelWords:
         """Whether `text` says a floor this way."""
         return any(p.search(text) for p in (self.ground, self.basement, self.down, self.up))
 
+    def without(self, text: str) -> str:
+        """`text` without the floors it says this way: "planta baja" says no lowering."""
+        for pattern in (self.ground, self.basement, self.down, self.up):
+            text = pattern.sub(" ", text)
+        return text
+
 
 ENGLISH_LEVELS = LevelWords(
     ground=re.compile(r"\b(?:ground|main|entry) (?:floor|level)\b"),
