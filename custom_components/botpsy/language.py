@@ -398,23 +398,8 @@ class Said:
         return lights._named_whole(named, entities, here) if in_place is named and self.place_lights else in_place
 
     def _with_covers_named_so(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
-        """`named`, with the covers in its places whose names have the word said for their
-        kind: "las persianas del salón" where the salon's shutters are named Persiana (HA's
-        Spanish "persiana" is a blind; the 0.5B found nothing, or opened the one blind)."""
-        said = {_singular(w) for words in self.cover_words for w in _WORD.findall(words)}
-        if not said:
-            return named
-        fitting = {e.entity_id for e in entities if named.fits(e)}
-        alike = {
-            e.entity_id
-            for e in entities
-            if e.domain == "cover"
-            and (not (named.areas or named.floors) or e.area in named.areas or e.floor in named.floors)
-            and said & {_singular(w) for w in _WORD.findall(e.name.casefold())}
-        }
-        if not alike - fitting:
-            return named
-        return named.only(fitting | alike)
+        """`named`, with the covers in its places named with the words said for its kind."""
+        return with_covers_named_so(named, self.cover_words, entities)
 
     def _by_compound_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named | None:
         """A kind said in one word with more ("die Nachttischlampen", "die Deckenlampe im
@@ -608,6 +593,26 @@ def named_by_slots(slots: dict[str, str], entities: tuple[HomeEntity, ...], inte
     )
 
 
+def with_covers_named_so(named: Named, cover_words: Sequence[str], entities: tuple[HomeEntity, ...]) -> Named:
+    """`named`, with the covers in its places whose names have the word said for their
+    kind: "las persianas del salón" where the salon's shutters are named Persiana (HA's
+    Spanish "persiana" is a blind; the 0.5B found nothing, or opened the one blind)."""
+    said = {_singular(w) for words in cover_words for w in _WORD.findall(words.casefold())}
+    if not said:
+        return named
+    fitting = {e.entity_id for e in entities if named.fits(e)}
+    alike = {
+        e.entity_id
+        for e in entities
+        if e.domain == "cover"
+        and (not (named.areas or named.floors) or e.area in named.areas or e.floor in named.floors)
+        and said & {_singular(w) for w in _WORD.findall(e.name.casefold())}
+    }
+    if not alike - fitting:
+        return named
+    return named.only(fitting | alike)
+
+
 def read_in_language(
     utterance: str, named: Named, entities: tuple[HomeEntity, ...], recognized: Recognized | None, language: str = ""
 ) -> tuple[Named, bool]:
@@ -627,6 +632,9 @@ def read_in_language(
     if recognized is None:
         return named, utterance.rstrip().endswith("?")
     by_slots = named_by_slots(recognized.slots, entities, recognized.intent)
+    if by_slots and set(by_slots.kinds) & _COVER_KINDS and (cover := recognized.texts.get("device_class")):
+        # "Baja las persianas del salón" read as its blinds, where they are shutters.
+        by_slots = with_covers_named_so(by_slots, (cover,), entities)
     named = replace(by_slots, levels=named.levels, share=named.share, degrees=named.degrees) if by_slots else named
     joining = JOINING.get(base_language(language))
     if joining and len(named.entity_ids) > 1 and re.search(rf"(?<!\w)(?:{joining})(?!\w)", utterance, re.I):

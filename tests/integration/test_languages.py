@@ -333,6 +333,16 @@ def test_a_plural_of_a_word_of_several_names_is_every_one_of_them() -> None:
         "cover.dormitorio",
         "cover.estor",
     }
+    # ... so where HA's sentences read the kind (its "persianas" are blinds).
+    blinds = Recognized(
+        "HassTurnOff",
+        {"device_class": "blind", "area": "Salón", "domain": "cover"},
+        question=False,
+        texts={"device_class": "persianas", "area": "salón"},
+    )
+    text = "Baja las persianas del salón"
+    read, _question = read_in_language(text, named_in(text, home), home, blinds, "es")
+    assert read.all_that_fit and set(read.entity_ids) == {"cover.ventanal", "cover.ventana"}
     # The singular is one of them; a word of the names of a cover and of a light, neither.
     assert not meant("Enciende la mesita").every and not meant("Enciende la mesita").entity_ids
     assert not meant("Abre las ventanas").entity_ids
