@@ -165,6 +165,25 @@ def test_a_named_device_in_another_area_than_the_one_named_does_not_fit() -> Non
     assert named.describe() == "media player in the Kitchen"
 
 
+def test_a_place_said_inside_a_longer_one_said_is_not_named() -> None:
+    """The lights "in the kids bedroom" are not the Bedroom's too; both said, both."""
+    home = (
+        HomeEntity("light.ceiling", "Ceiling", area="Bedroom"),
+        HomeEntity("light.lamp", "Lamp", area="Kids bedroom"),
+        HomeEntity("light.plafonnier", "Plafonnier", area="Chambre"),
+        HomeEntity("light.veilleuse", "Veilleuse", area="Chambre des enfants"),
+    )
+    for request_, fit in (
+        ("turn off the lights in the kids bedroom", ["light.lamp"]),
+        ("turn off the kids bedroom lights", ["light.lamp"]),
+        ("turn off the lights in the bedroom and the kids bedroom", ["light.ceiling", "light.lamp"]),
+        ("éteins la lumière de la chambre des enfants", ["light.veilleuse"]),
+        ("éteins la lumière de la chambre", ["light.plafonnier"]),
+    ):
+        named = named_in(request_, home)
+        assert [e.entity_id for e in home if named.fits(e)] == fit, request_
+
+
 CURTAINS = (
     *HOME,
     HomeEntity("cover.left", "Curtain Left", area="Living Room", device_class="curtain"),

@@ -804,8 +804,16 @@ def _by_area_said(text: str, same_name: list[HomeEntity], here: str | None) -> s
 
 
 def _said_of(text: str, places: Mapping[str, tuple[str, ...]]) -> frozenset[str]:
-    """The places (areas or floors) `text` names by their name or one of their aliases."""
-    return frozenset(p for p, aliases in places.items() if any(_mentions(text, n.lower()) for n in (p, *aliases)))
+    """The places (areas or floors) `text` names by their name or one of their aliases;
+    a name said only inside a longer one said is not ("the kids bedroom" is no Bedroom):
+    the longest are read first, and their words are gone for the rest."""
+    said: set[str] = set()
+    names = sorted(((n.lower(), p) for p, aliases in places.items() for n in (p, *aliases)), key=lambda n: -len(n[0]))
+    for name, place in names:
+        if _mentions(text, name):
+            said.add(place)
+            text = _phrase(name).sub(" ", text)
+    return frozenset(said)
 
 
 def _without(text: str, places: Mapping[str, tuple[str, ...]]) -> str:
