@@ -28,7 +28,7 @@ from homeassistant.core import Context, HomeAssistant
 from .core.follow_up import JOINING, says_an_action, says_no_verb
 from .core.home import HomeEntity
 from .core.policy import base_language
-from .core.requested import KINDS, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
+from .core.requested import KINDS, NAMES_NOTHING, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
 
 # HA's intents that ask and change nothing: a request recognised as one is a question.
 QUESTION_INTENTS = frozenset(
@@ -329,7 +329,14 @@ class Said:
         if not self.excepted:
             return self._named_whole(named, entities, here)
         whole = self._named_whole(named_in(self.text, entities, here=here), entities, here)
-        fitting = {e.entity_id: e for e in entities if whole.fits(e)}
+        # "Éteins tout sauf la veilleuse" names no kind: every other one of the kind left out.
+        everything = not (whole.all_that_fit or whole.every or whole.kinds or whole.entity_ids)
+        places = whole.areas or whole.floors
+        fitting = {
+            e.entity_id: e
+            for e in entities
+            if (whole.fits(e) if not everything else not places or e.area in whole.areas or e.floor in whole.floors)
+        }
         said = {
             w for word in _WORD.findall(self.excepted) if len(word) >= _NAME_WORD for w in {word, *_singulars(word)}
         }
@@ -339,8 +346,14 @@ class Said:
             if said
             & {w for n in (e.name, *e.aliases, e.area or "", *e.area_aliases) for w in _WORD.findall(n.casefold())}
         }
-        if not (whole.all_that_fit or whole.every) or not out or not fitting.keys() - out:
+        if everything:
+            fitting = {i: e for i, e in fitting.items() if e.domain in {fitting[o].domain for o in out}}
+        elif not (whole.all_that_fit or whole.every):
             return self._named_whole(named, entities, here)
+        if not out:
+            return self._named_whole(named, entities, here)
+        if not fitting.keys() - out:
+            return NAMES_NOTHING  # what is left out is all there is: never it instead
         return whole.only(fitting.keys() - out)
 
     def _named_whole(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:

@@ -669,7 +669,9 @@ def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: st
     where it is not such a request."""
     entities = toolbox.home.entities
     whole = named_in(utterance[: excepted.start()] + utterance[excepted.end() :], entities, here=here)
-    if not whole.all_that_fit:
+    # "Everything but the night light" names no kind: every other one of the kind left out.
+    everything = not (whole.all_that_fit or whole.entity_ids or whole.kinds or whole.domains)
+    if not (whole.all_that_fit or everything):
         return None
     left_out = named_in(excepted[1], entities, here=here)
     fitting = {e.entity_id for e in entities if whole.fits(e)}
@@ -679,8 +681,12 @@ def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: st
     out = named_by_every_word(excepted[1], (e for e in entities if e.entity_id in fitting)) or {
         e.entity_id for e in entities if e.entity_id in fitting and left_out.fits(e) and not left_out.nothing
     }
-    if not out or not fitting - out:
+    if everything:
+        fitting = {i for i in fitting if i.partition(".")[0] in {o.partition(".")[0] for o in out}}
+    if not out:
         return None
+    if not fitting - out:
+        return NAMES_NOTHING  # what is left out is all there is: never it instead
     rest = frozenset(fitting - out)
     return replace(whole, entity_ids=rest, areas=frozenset(), floors=frozenset(), kinds=(), every=True, anywhere=True)
 

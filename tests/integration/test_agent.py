@@ -324,6 +324,8 @@ async def test_every_device_of_a_kind_in_a_place_is_acted_on(hass: HomeAssistant
         # Left out by what stays as it is.
         "Turn all the lights off and leave the kitchen lights on",
         "Switch off every light, keep the kitchen lights on",
+        # "Everything" names no kind: every other one of the kind left out, never it alone.
+        "Turn off everything except the kitchen lights",
     ],
 )
 async def test_every_device_but_those_left_out(hass: HomeAssistant, agent: MockConfigEntry, request_: str) -> None:

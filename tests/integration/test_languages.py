@@ -426,6 +426,9 @@ def test_a_place_said_with_a_verb_of_lights_alone_is_its_lights(language: str, t
     ("language", "text", "meant"),
     [
         ("fr", "Éteins toutes les lumières sauf les spots", {"light.plafon", "light.aplique", "light.pie"}),
+        # "Tout" names no kind: every other one of the kind left out, never it alone.
+        ("fr", "Éteins tout sauf les spots", {"light.plafon", "light.aplique", "light.pie"}),
+        ("es", "Apágalo todo en el salón menos el aplique", {"light.pie"}),
         ("es", "Apaga todas las luces menos los focos", {"light.plafon", "light.aplique", "light.pie"}),
         ("es", "Apaga las luces del salón excepto el aplique", {"light.pie"}),
         ("de", "Mach alle Lichter aus außer den Strahlern", {"light.plafon", "light.aplique", "light.pie"}),
