@@ -55,6 +55,7 @@ from .const import (
 from .core.follow_up import asks_its_own_action, is_again, meant, relative_change, said_by_name, says_an_action
 from .core.home import HomeEntity
 from .core.policy import (
+    as_asked,
     asks_both_ways,
     is_acknowledgement,
     is_question,
@@ -129,6 +130,9 @@ async def _async_reply(
     ):
         undone = await async_undo(agent.hass, chat_log, _context(chat_log))
         return undone or "I have changed nothing in this conversation to undo.", None
+    if reads_english(language):
+        # "How about switching on the fan?" asks for it (read as a question, nothing acted).
+        utterance = as_asked(utterance)
     # "No, I meant the bedside lamp": the last action was on the wrong device; it is put
     # back, and the request is what the words name now.
     context = _context(chat_log)

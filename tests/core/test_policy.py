@@ -6,6 +6,7 @@ import pytest
 
 from custom_components.botpsy.core.policy import (
     NOTHING_NAMED,
+    as_asked,
     denied_at_end,
     is_confirmation,
     is_correction,
@@ -71,6 +72,30 @@ def test_questions_are_questions(text: str) -> None:
 )
 def test_requests_are_not_questions(text: str) -> None:
     assert not is_question(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "asked"),
+    [
+        ("How about turning on the lamp?", "turn on the lamp?"),
+        ("What about switching the fan off?", "switch the fan off?"),
+        ("how about dimming the lights to 30%", "dim the lights to 30%"),
+        ("Would you mind closing the blinds", "close the blinds"),
+        ("Why don't you put the heating on?", "put the heating on?"),
+        ("Why not turn off the ceiling light", "turn off the ceiling light"),
+        ("How about you open the garage", "open the garage"),
+        # No request put as a suggestion: as it is.
+        ("What about the kitchen?", "What about the kitchen?"),
+        ("How about something warmer?", "How about something warmer?"),
+        ("Why not the other one?", "Why not the other one?"),
+        ("Would you mind if I left it on?", "Would you mind if I left it on?"),
+        ("Why is the light on?", "Why is the light on?"),
+    ],
+)
+def test_a_request_put_as_a_suggestion_is_that_request(text: str, asked: str) -> None:
+    """Read as a question, "how about turning on the lamp?" never acted."""
+    assert as_asked(text) == asked
+    assert not is_question(asked) or asked == text
 
 
 def test_confirmation_answers() -> None:

@@ -747,6 +747,14 @@ async def test_a_question_never_acts(hass: HomeAssistant, model_agent: MockConfi
     assert len(engine.requests) == 1
 
 
+async def test_a_request_put_as_a_suggestion_acts(hass: HomeAssistant, model_agent: MockConfigEntry) -> None:
+    """ "How about switching on the bed light?" asks for it: read as a question, it never acted."""
+    await hass.services.async_call("light", "turn_off", {"entity_id": "light.bed_light"}, blocking=True)
+    script(model_agent, XML.render(ToolCall("light", {"entity_id": "light.bed_light", "action": "turn_on"})))
+    speech, _conversation_id = await ask(hass, "How about switching on the bed light?")
+    assert hass.states.get("light.bed_light").state == "on", speech  # type: ignore[union-attr]
+
+
 async def test_a_follow_up_to_has_answer_is_about_its_device(hass: HomeAssistant, agent: MockConfigEntry) -> None:
     """After HA's own answer ("Is the bed light on?" "No, off"), "then turn it on" is
     about the device HA's answer was about, though HA's call named it only by name."""

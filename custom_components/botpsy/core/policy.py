@@ -251,6 +251,40 @@ _ASKING = re.compile(
 )
 
 
+# A request put as a suggestion: "how about turning on the fan?", "why don't you close the
+# blinds?", "would you mind switching off the lamp?" (read as a question, it never acted).
+_SUGGESTED = re.compile(
+    r"^\s*(?:(?:how|what) about you|why (?:don't|dont|do not) (?:you|we)|why not"
+    r"|(?P<ing>how about|what about|(?:would|do) you mind))\s+(?P<verb>[a-z]+)\b",
+    re.IGNORECASE,
+)
+# The -ing forms whose verb ends with an "e" the -ing dropped ("closing": close).
+_E_DROPPED = frozenset({"clos", "mak", "rais", "paus", "activat", "deactivat", "mut", "unmut", "increas", "decreas"})
+# Words that are no verb a suggestion starts with ("how about something warmer?", "why
+# not the other one?", "would you mind if ...").
+_NOT_VERBS = frozenset(
+    {"something", "nothing", "anything", "everything", "morning", "evening", "ceiling", "king", "ring", "thing"}
+    | {"the", "a", "an", "my", "our", "this", "that", "these", "those", "it", "them", "both", "all", "if", "just"}
+)
+
+
+def as_asked(text: str) -> str:
+    """A request put as a suggestion, as the request it makes ("how about turning on the
+    fan?": "turn on the fan?"); any other text as it is."""
+    suggested = _SUGGESTED.match(text)
+    verb = suggested["verb"].lower() if suggested else ""
+    if suggested is None or verb in _NOT_VERBS:
+        return text
+    if suggested["ing"]:  # "how about turning", "would you mind closing"
+        if not verb.endswith("ing") or len(verb) < 6:  # no verb: "what about the kitchen?"
+            return text
+        verb = verb[:-3]
+        if verb[-1] == verb[-2] and verb[-1] not in "lsz":  # "dimming", "putting", "setting"
+            verb = verb[:-1]
+        verb += "e" if verb in _E_DROPPED else ""
+    return f"{verb}{text[suggested.end() :]}"
+
+
 def is_question(text: str) -> bool:
     """Whether the request is a question: answered from states and read tools, never by an action."""
     asked = _LEAD.sub("", text)
