@@ -321,6 +321,8 @@ class Said:
     # Said with a verb that HA's sentences use for the lights of a place said alone
     # ("allume {floor}", "apaga {area}"): a place with no kind and no name is its lights.
     place_lights: bool = False
+    # "Tout", "todo", "alles": everything (no kind, and no to-do list).
+    everything: bool = False
 
     def named(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """What the request names (see `_named_whole`), less what it leaves out: "Éteins
@@ -402,9 +404,12 @@ class Said:
         other words, else (said with a verb HA's sentences use so) the place's lights:
         "Allume partout en haut", as HA reads "allume {floor}" (the 0.5B was given every
         device upstairs, shutters and sensors too); else a plural of a word of names."""
+        if self.everything and not named.entity_ids:
+            named = replace(named, domains=None)  # "Apaga todo": no to-do list
         lights = replace(self, kinds=("light",), every=True)
         if not (named.areas or named.floors):
-            if self.place_lights and self.levels and floors_by_level(self.text, entities, here, self.levels):
+            levels = self.levels and floors_by_level(self.text, entities, here, self.levels)
+            if self.place_lights and (levels or self.everything):  # "Apaga todo": every light
                 return lights._named_whole(named, entities, here)
             return self._by_plural_name(named, entities)
         in_place = self._by_name_in_place(named, entities)
@@ -511,6 +516,12 @@ _EVERY_WORDS: dict[str, re.Pattern[str]] = {
     "de": re.compile(r"\b(?:alle[nrs]?|sämtliche[nrs]?|ganze[nrs]?|gesamte[nrs]?|komplett|überall|beide[n]?)\b"),
     "fr": re.compile(r"\b(?:tous|toutes|partout|les deux|entièrement|complètement)\b"),
     "es": re.compile(r"\b(?:todas|todos|toda|ambas|ambos|completamente)\b"),
+}
+# Words for everything, which name no kind ("Éteins tout", "Apaga todo", "Mach alles aus").
+_EVERYTHING_WORDS: dict[str, re.Pattern[str]] = {
+    "de": re.compile(r"\balles\b"),
+    "fr": re.compile(r"\btout\b(?! de suite| à l'heure)"),
+    "es": re.compile(r"\btodo\b"),
 }
 # Words that leave some out of a request for all ("sauf", "menos", "außer"), with what
 # they leave out, to a comma or the end.
@@ -908,6 +919,7 @@ class FirstWords:
         said = tuple(dict.fromkeys(kinds))
         levels = _LEVEL_WORDS.get(self.language)
         lights = not said and _starts_as(self._first(utterance), self.place_lights)
+        everything = _EVERYTHING_WORDS.get(self.language)
         return Said(
             text,
             said,
@@ -918,6 +930,7 @@ class FirstWords:
             excepted,
             plural,
             place_lights=lights,
+            everything=bool(everything and everything.search(text)),
         )
 
     def _past_skipped(self, utterance: str) -> tuple[str, bool]:

@@ -404,6 +404,9 @@ def test_floors_and_lights_said_in_more_words() -> None:
         ("es", "Apaga todo en el salón", {"light.bas"}),
         # Not a verb HA's sentences also say of covers.
         ("fr", "Ferme tout dans le salon", {"light.bas", "cover.bas", "media_player.bas"}),
+        # Everything, with no place: every light ("todo" is no to-do list).
+        ("es", "Apaga todo", {"light.bas", "light.haut", "light.haut2"}),
+        ("fr", "Éteins tout", {"light.bas", "light.haut", "light.haut2"}),
     ],
 )
 def test_a_place_said_with_a_verb_of_lights_alone_is_its_lights(language: str, text: str, meant: set[str]) -> None:
@@ -416,6 +419,7 @@ def test_a_place_said_with_a_verb_of_lights_alone_is_its_lights(language: str, t
         HomeEntity("media_player.bas", "Enceinte", area="Salon", area_aliases=("Salón",), floor="RDC", floor_level=0),
         HomeEntity("light.haut", "Chevet", area="Chambre", floor="Étage", floor_level=1),
         HomeEntity("light.haut2", "Veilleuse", area="Enfants", floor="Étage", floor_level=1),
+        HomeEntity("todo.compra", "Lista de la compra"),
     )
     words = first_words(Intents.from_dict(get_intents(language)))
     named = words.said(text).named(named_in(text, home), home, None)
