@@ -734,8 +734,8 @@ def says_value(text: str, language: str) -> bool:
     """Whether `text` says a value or a change of one; True where the language's words for
     them are not known here (the model decides)."""
     words = _VALUE_WORDS.get(base_language(language))
-    if base_language(language) == "en":
-        text = _COUNTED.sub(" ", text)
+    if counted := _COUNTED.get(base_language(language)):
+        text = counted.sub(" ", text)
     folded = _without_floors(text.casefold(), language)
     return words is None or bool(_NUMBERS.search(text) or "%" in text or words.search(folded))
 
@@ -747,12 +747,18 @@ def _without_floors(folded: str, language: str) -> str:
     return levels.without(folded) if levels is not None else folded
 
 
-# How many devices, not a value: "the other two", "all three", "those two lamps".
-_COUNTED = re.compile(
-    r"\b(?:the|all|those|these|other|both)\s+(?:two|three|four|five|six|seven|eight|nine|ten)\b"
-    r"(?!\s*(?:%|percent|degrees?|°|notch|step))",
-    re.IGNORECASE,
-)
+# How many devices, not a value: "the other two", "all three", "those two lamps", "les
+# deux chevets" (the 0.5B set both at 25 %), "las dos lámparas", "alle drei Lampen".
+_NOT_A_UNIT = r"(?!\s*(?:%|percent|pour ?cent|por ?ciento|prozent|degrees?|degrés?|grados?|grad|°|notch|step))"
+_COUNTED: dict[str, re.Pattern[str]] = {
+    "en": re.compile(
+        rf"\b(?:the|all|those|these|other|both)\s+(?:two|three|four|five|six|seven|eight|nine|ten)\b{_NOT_A_UNIT}",
+        re.IGNORECASE,
+    ),
+    "fr": re.compile(rf"\b(?:les|ces|tous les|toutes les)\s+(?:deux|trois|quatre|cinq|six)\b{_NOT_A_UNIT}", re.I),
+    "es": re.compile(rf"\b(?:los|las|esos|esas|estos|estas)\s+(?:dos|tres|cuatro|cinco|seis)\b{_NOT_A_UNIT}", re.I),
+    "de": re.compile(rf"\b(?:die|alle|diese|den)\s+(?:zwei|drei|vier|fünf|sechs)\b{_NOT_A_UNIT}", re.I),
+}
 
 
 # Words for an action that HA's sentences of the language do not start with, asked first

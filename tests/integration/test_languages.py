@@ -606,6 +606,14 @@ def test_a_value_is_said_by_a_number_or_the_languages_words_for_one() -> None:
         assert says_value(said, language), said
     # How many devices is no value: "the other two", "all three".
     assert not says_value("Not the kids room, the other two", "en") and not says_value("all three of them", "en")
+    # ... in any language: "les deux chevets", "las dos lámparas", "alle drei Lampen".
+    for said, language in (
+        ("Allume les deux chevets", "fr"),
+        ("Enciende las dos lámparas", "es"),
+        ("Mach alle drei Lampen an", "de"),
+    ):
+        assert not says_value(said, language), said
+    assert says_value("Mets les deux lampes à 50 %", "fr") and says_value("Monte les deux degrés", "fr")
     # Nor a floor said by where it is ("la planta baja": the ground floor).
     assert not says_value("Abre las persianas de la planta baja", "es")
 
