@@ -231,7 +231,9 @@ async def async_recognize(
         )
     if result is not None and not (words and _misread(result, language, words[1])):
         values = {key: entity.value for key, entity in result.entities.items() if entity.value is not None}
-        slots = {key: str(value) for key, value in values.items()}
+        slots = {
+            key: ",".join(map(str, value)) if isinstance(value, list) else str(value) for key, value in values.items()
+        }
         texts = {key: entity.text for key, entity in result.entities.items() if entity.text}
         return Recognized(result.intent.name, slots, result.intent.name in QUESTION_INTENTS, values=values, texts=texts)
     if loaded is None or words is None:
@@ -599,8 +601,10 @@ def named_by_slots(slots: dict[str, str], entities: tuple[HomeEntity, ...], inte
     floors = frozenset(
         f for f in {e.floor for e in entities if e.floor} if f.casefold() == slots.get("floor", "").casefold()
     )
-    kind = _KIND_OF_CLASS.get(slots.get("device_class", ""), slots.get("device_class")) or slots.get("domain")
-    kinds: tuple[str, ...] = (kind,) if kind and kind in KINDS else _INTENT_KINDS.get(intent or "", ())
+    # A word for several classes is each of them (French "stores": blinds and shades).
+    classes = [_KIND_OF_CLASS.get(c, c) for c in slots.get("device_class", "").split(",") if c]
+    said = tuple(c for c in classes if c in KINDS) if classes else tuple(d for d in [slots.get("domain")] if d in KINDS)
+    kinds: tuple[str, ...] = said or _INTENT_KINDS.get(intent or "", ())
     domain = slots.get("domain")
     domains = frozenset({domain}) if domain and not kinds else None
     every = not entity_ids and bool(kinds or domains)

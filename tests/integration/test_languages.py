@@ -489,6 +489,14 @@ def test_a_verb_restricts_the_services_unless_two_requests_are_joined() -> None:
     # HA's reading names the area's devices of a domain: every light there, nothing else.
     by_slots = named_by_slots({"area": "salon", "domain": "light"}, (lamp, fan))
     assert by_slots is not None and by_slots.fits(lamp) and not by_slots.fits(fan) and by_slots.all_that_fit
+    # A word for several classes ("stores": blinds and shades) is each of them, no other cover.
+    covers = (
+        HomeEntity("cover.store", "Store", area="Salon", device_class="blind"),
+        HomeEntity("cover.toile", "Toile", area="Salon", device_class="shade"),
+        HomeEntity("cover.volet", "Volet", area="Salon", device_class="shutter"),
+    )
+    by_slots = named_by_slots({"area": "salon", "device_class": "blind,shade", "domain": "cover"}, covers)
+    assert by_slots is not None and [c.entity_id for c in covers if by_slots.fits(c)] == ["cover.store", "cover.toile"]
 
 
 async def test_the_agent_offers_the_languages_it_was_measured_in(hass: HomeAssistant, agent: MockConfigEntry) -> None:
