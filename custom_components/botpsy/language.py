@@ -406,8 +406,8 @@ class Said:
         other words, else (said with a verb HA's sentences use so) the place's lights:
         "Allume partout en haut", as HA reads "allume {floor}" (the 0.5B was given every
         device upstairs, shutters and sensors too); else a plural of a word of names."""
-        if self.everything and not named.entity_ids:
-            named = replace(named, domains=None)  # "Apaga todo": no to-do list
+        if self.everything and named.domains and "todo" in named.domains and not named.entity_ids:
+            named = replace(named, domains=named.domains - {"todo"})  # "Apaga todo": no to-do list
         lights = replace(self, kinds=("light",), every=True)
         if not (named.areas or named.floors):
             levels = self.levels and floors_by_level(self.text, entities, here, self.levels)

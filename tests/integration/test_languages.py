@@ -407,6 +407,8 @@ def test_floors_and_lights_said_in_more_words() -> None:
         # Everything, with no place: every light ("todo" is no to-do list).
         ("es", "Apaga todo", {"light.bas", "light.haut", "light.haut2"}),
         ("fr", "Éteins tout", {"light.bas", "light.haut", "light.haut2"}),
+        # ... and said with no such verb, still nothing named.
+        ("es", "Muchas gracias, eso es todo", set()),
     ],
 )
 def test_a_place_said_with_a_verb_of_lights_alone_is_its_lights(language: str, text: str, meant: set[str]) -> None:
