@@ -49,10 +49,13 @@ BASE_COMPONENTS = ("homeassistant", "http", "intent", "conversation", "todo", "m
 HELPER_DOMAINS = ("script", "input_boolean", "input_number", "input_select", "input_text", "input_button")
 
 
-def ensure_homes_on_path() -> None:
-    """Make `custom_components.botpsy_eval_home` importable (a namespace package merge)."""
-    if str(HOMES_DIR) not in sys.path:
-        sys.path.append(str(HOMES_DIR))
+def ensure_homes_on_path() -> bool:
+    """Make `custom_components.botpsy_eval_home` importable (a namespace package merge);
+    whether it was not before."""
+    if str(HOMES_DIR) in sys.path:
+        return False
+    sys.path.append(str(HOMES_DIR))
+    return True
 
 
 @asynccontextmanager
@@ -282,7 +285,9 @@ def _helper_config(fixture: EntityFixture) -> dict[str, Any]:
 
 async def async_load_home(hass: HomeAssistant, fixture: HomeFixture) -> LoadedHome:
     """Load a fixture home: registries, entities, helpers, shopping list; expose all."""
-    ensure_homes_on_path()
+    if ensure_homes_on_path():
+        # HA read its custom integrations before they were on the path (a test's first setup).
+        hass.data.pop(loader.DATA_CUSTOM_COMPONENTS, None)
     await async_setup_base(hass)
     hass.data.setdefault(HOME_DOMAIN, {})[PENDING] = fixture
     entry = MockConfigEntry(domain=HOME_DOMAIN, title="Evaluation home")
