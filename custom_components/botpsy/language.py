@@ -28,7 +28,7 @@ from homeassistant.core import Context, HomeAssistant
 from .core.follow_up import JOINING, says_an_action, says_no_verb
 from .core.home import HomeEntity
 from .core.policy import base_language
-from .core.requested import KINDS, NAMES_NOTHING, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
+from .core.requested import KINDS, VALUE_SERVICES, LevelWords, Named, floors_by_level, named_in
 
 # HA's intents that ask and change nothing: a request recognised as one is a question.
 QUESTION_INTENTS = frozenset(
@@ -350,15 +350,9 @@ class Said:
             if said
             & {w for n in (e.name, *e.aliases, e.area or "", *e.area_aliases) for w in _WORD.findall(n.casefold())}
         }
-        if everything:
-            fitting = {i: e for i, e in fitting.items() if e.domain in {fitting[o].domain for o in out}}
-        elif not (whole.all_that_fit or whole.every):
+        if not (everything or whole.all_that_fit or whole.every):
             return self._named_whole(named, entities, here)
-        if not out:
-            return self._named_whole(named, entities, here)
-        if not fitting.keys() - out:
-            return NAMES_NOTHING  # what is left out is all there is: never it instead
-        return whole.only(fitting.keys() - out)
+        return whole.all_but(fitting, out, of_their_kind=everything) or self._named_whole(named, entities, here)
 
     def _named_whole(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """`named` (the names and areas said) with the kinds said, and the floor said by
@@ -399,7 +393,7 @@ class Said:
             partly=frozenset(),
             closest=frozenset(),
         )
-        return self._with_covers_named_so(of_kinds, entities)
+        return with_covers_named_so(of_kinds, self.cover_words, entities)
 
     def _named_without_kind(self, named: Named, entities: tuple[HomeEntity, ...], here: str | None) -> Named:
         """What a request that says no kind names: the devices of a place named by its
@@ -416,10 +410,6 @@ class Said:
             return self._by_plural_name(named, entities)
         in_place = self._by_name_in_place(named, entities)
         return lights._named_whole(named, entities, here) if in_place is named and self.place_lights else in_place
-
-    def _with_covers_named_so(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named:
-        """`named`, with the covers in its places named with the words said for its kind."""
-        return with_covers_named_so(named, self.cover_words, entities)
 
     def _by_compound_name(self, named: Named, entities: tuple[HomeEntity, ...]) -> Named | None:
         """A kind said in one word with more ("die Nachttischlampen", "die Deckenlampe im

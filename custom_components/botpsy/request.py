@@ -685,14 +685,7 @@ def _all_but(toolbox: Toolbox, utterance: str, excepted: re.Match[str], here: st
     out = named_by_every_word(excepted[1], (e for e in entities if e.entity_id in fitting)) or {
         e.entity_id for e in entities if e.entity_id in fitting and left_out.fits(e) and not left_out.nothing
     }
-    if everything:
-        fitting = {i for i in fitting if i.partition(".")[0] in {o.partition(".")[0] for o in out}}
-    if not out:
-        return None
-    if not fitting - out:
-        return NAMES_NOTHING  # what is left out is all there is: never it instead
-    rest = frozenset(fitting - out)
-    return replace(whole, entity_ids=rest, areas=frozenset(), floors=frozenset(), kinds=(), every=True, anywhere=True)
+    return whole.all_but(fitting, out, of_their_kind=everything)
 
 
 def _the_other(toolbox: Toolbox, named: Named, recent: list[str]) -> Named | None:

@@ -241,6 +241,18 @@ class Named:
             closest=frozenset(),
         )
 
+    def all_but(self, fitting: Iterable[str], out: Collection[str], *, of_their_kind: bool) -> Named | None:
+        """Each device of `fitting` (what the request names without its "but" clause) but
+        those left `out` ("all the lights except the reading light"); of the domains left
+        out only where the request names no kind (`of_their_kind`: "everything but the night
+        light"). None where nothing is left out; nothing named where what is left out is all
+        there is: never it instead (the 0.5B switched off the one left out)."""
+        if not out:
+            return None
+        domains = {o.partition(".")[0] for o in out}
+        rest = {i for i in fitting if i not in out and (not of_their_kind or i.partition(".")[0] in domains)}
+        return self.only(rest) if rest else NAMES_NOTHING
+
     def services_for(self, entity: HomeEntity) -> tuple[frozenset[str], ...]:
         """The services asked of `entity`: by the part of the request that names it, if any."""
         return next((part.services for part in self.parts if part.fits(entity)), self.services)
